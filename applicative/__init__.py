@@ -1,0 +1,88 @@
+"""Generic Transformers over applicative structures.
+
+A Transformer is written once against three protocols -- :class:`Applicative`
+(``pure``, ``zip_with``/``pair``, ``fmap``), :class:`Counit` (collapse a
+structure) and :class:`Ring` (``zero``, ``add``, ``mul``) -- and values are
+:class:`Field` tensors whose trailing axes belong to typed structures.
+"""
+
+from ._algebra import (
+    add,
+    counit,
+    dot,
+    fmap,
+    join,
+    linear,
+    mul,
+    mul_mm,
+    mul_mmt,
+    mul_mv,
+    mul_vm,
+    outer,
+    pointwise,
+    pointwise2,
+    pure,
+    scale,
+    zip_with,
+)
+from ._attention import (
+    CausalSoftmax,
+    Normalise,
+    ReluAttention,
+    ScaledSoftmax,
+    SoftplusAttention,
+    attention,
+    scaled_softmax,
+    self_attention,
+)
+from ._errors import StructureError
+from ._field import Field, check_compatible
+from ._layers import layer_norm, mlp, residual
+from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
+from ._ring import REAL, Real, Ring
+from ._structure import Applicative, Counit, Stacked, Structure
+
+__all__ = [
+    "MLP",
+    "REAL",
+    "Applicative",
+    "CausalSoftmax",
+    "Counit",
+    "Field",
+    "LayerNorm",
+    "Linear",
+    "MultiHeadAttention",
+    "Normalise",
+    "Real",
+    "ReluAttention",
+    "Ring",
+    "ScaledSoftmax",
+    "SoftplusAttention",
+    "Stacked",
+    "Structure",
+    "StructureError",
+    "add",
+    "attention",
+    "check_compatible",
+    "counit",
+    "dot",
+    "fmap",
+    "join",
+    "layer_norm",
+    "linear",
+    "mlp",
+    "mul",
+    "mul_mm",
+    "mul_mmt",
+    "mul_mv",
+    "mul_vm",
+    "outer",
+    "pointwise",
+    "pointwise2",
+    "pure",
+    "residual",
+    "scale",
+    "scaled_softmax",
+    "self_attention",
+    "zip_with",
+]

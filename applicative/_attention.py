@@ -1,0 +1,215 @@
+"""Attention, written once, and the normalisations it can use.
+
+The design source's general cross-attention::
+
+    attention softmax queries keys values = att `mul_mm` values
+      where att = fmap softmax (keys `mul_mmt` queries)
+
+with ``queries : *I x H``, ``keys : F x H``, ``values : F x G`` and result
+``*I x G``. (The design source names the two score arguments the other way
+round -- its ``queries`` are aligned with the values; here they carry the
+names everyone else uses: the queries index the output.)
+
+A normalisation is a value (:class:`Normalise`) acting on the last axis of
+the scores, i.e. on the keys' structure ``F``:
+
+* :class:`ScaledSoftmax` -- ``softmax(scale * s)`` against ``F``'s measure,
+* :class:`CausalSoftmax` -- the same with key positions after the query masked,
+* :class:`ReluAttention` -- ``relu(scale * s) / counit (pure 1)`` (Wortsman et al. 2023),
+* :class:`SoftplusAttention` -- ``softplus(scale * s)`` normalised by its counit.
+
+Lowering. When the heads' structure ``H`` has a metric ``M = L Lᵀ`` and the
+keys' structure has a diagonal measure ``w`` at its stored positions,
+``softmax(q M kᵀ) M v`` is one call of
+:func:`torch.nn.functional.scaled_dot_product_attention` on ``q L``, ``k L``
+and ``v`` with additive bias ``log w``. That is what :func:`attention` runs
+when it can; ``fused=False`` runs the generic definition instead.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from typing import TypeVar, TypeVarTuple, cast
+
+import torch
+import torch.nn.functional as nnf
+from torch import Tensor
+
+from ._algebra import _on, join, mul_mm, mul_mmt
+from ._errors import StructureError
+from ._field import Field, check_compatible
+from ._ring import REAL
+from ._structure import Structure
+from ._tensor import broadcast_shape, unflatten
+
+F = TypeVar("F", bound=Structure)
+G = TypeVar("G", bound=Structure)
+H = TypeVar("H", bound=Structure)
+I = TypeVarTuple("I")
+
+
+class Normalise(abc.ABC):
+    """A normalisation of attention scores along their last axis (the keys' structure)."""
+
+    #: multiplies the scores first (``1/sqrt(d_k)`` for scaled dot-product attention)
+    scale: float
+
+    @abc.abstractmethod
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        """The generic definition, on the scores ``*I x F``."""
+
+    def sdpa_causal(self) -> bool | None:
+        """``is_causal`` for a fused softmax kernel; ``None`` when this is not a softmax."""
+        return None
+
+
+def _last(scores: Field[*I, F]) -> Structure:
+    return scores.structures[-1]
+
+
+@dataclass(frozen=True)
+class ScaledSoftmax(Normalise):
+    """``softmax(scale * s)`` along the keys, against their measure."""
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        return scores.with_tensor(_last(scores).softmax(scores.tensor * self.scale, -1))
+
+    def sdpa_causal(self) -> bool | None:
+        return False
+
+
+@dataclass(frozen=True)
+class CausalSoftmax(Normalise):
+    """Scaled softmax where key position ``j`` is masked for query position ``i < j``.
+
+    Needs the last two axes to be the same sequence structure stored at its
+    positions (a :class:`~instances.Vector`).
+    """
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        s = scores.structures
+        if len(s) < 2 or s[-2].size != s[-1].size:
+            raise StructureError(f"CausalSoftmax: needs scores over (sequence, sequence) of equal size, got axes {s}")
+        n = s[-1].size
+        future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
+        masked = (scores.tensor * self.scale).masked_fill(future, float("-inf"))
+        return scores.with_tensor(s[-1].softmax(masked, -1))
+
+    def sdpa_causal(self) -> bool | None:
+        return True
+
+
+@dataclass(frozen=True)
+class ReluAttention(Normalise):
+    """``relu(scale * s) / counit (pure 1)``: ReLU attention divided by the sequence length."""
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        f = _last(scores)
+        t = f.fmap(torch.relu, scores.tensor * self.scale, -1)
+        return scores.with_tensor(t / f.mass(t).unsqueeze(-1))
+
+
+@dataclass(frozen=True)
+class SoftplusAttention(Normalise):
+    """``softplus(scale * s) / counit(softplus(scale * s))``: a positive, normalised alternative."""
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        f = _last(scores)
+        t = f.fmap(nnf.softplus, scores.tensor * self.scale, -1)
+        return scores.with_tensor(t / f.counit(t, -1, scores.ring).unsqueeze(-1))
+
+
+def scaled_softmax(key_size: int) -> ScaledSoftmax:
+    """The Transformer's softmax with scale ``1 / sqrt(key_size)``."""
+    return ScaledSoftmax(1.0 / math.sqrt(key_size))
+
+
+def attention(
+    normalise: Normalise,
+    queries: Field[*I, H],
+    keys: Field[F, H],
+    values: Field[F, G],
+    *,
+    fused: bool = True,
+) -> Field[*I, G]:
+    """Generalised cross-attention: ``normalise(queries · keys) · values``.
+
+    Args:
+        normalise: how scores become weights along the keys.
+        queries: ``*I x H`` -- one query per output position.
+        keys: ``F x H``.
+        values: ``F x G``.
+        fused: lower to ``scaled_dot_product_attention`` when the structures allow.
+
+    Returns:
+        ``*I x G``.
+    """
+    check_compatible("attention", queries, keys, values)
+    join("attention", "the queries' features", queries.structures[-1], "the keys'", keys.structures[1])
+    join("attention", "the keys' positions", keys.structures[0], "the values'", values.structures[0])
+    if fused:
+        lowered = _sdpa(normalise, queries, keys, values)
+        if lowered is not None:
+            return lowered
+    scores = mul_mmt(keys, queries)  # *I x F
+    return mul_mm(normalise(scores), values)
+
+
+def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:
+    """Run attention as one fused kernel, or return ``None`` if the structures do not allow it."""
+    causal = normalise.sdpa_causal()
+    if causal is None or q.ring != REAL:
+        return None
+    h = join("attention", "the queries' features", q.structures[-1], "the keys'", k.structures[1])
+    f = join("attention", "the keys' positions", k.structures[0], "the values'", v.structures[0])
+    ni = len(q.axes) - 1
+    if ni != 1 and causal:
+        return None
+    tq = _on(q.structures[-1], q.tensor, -1, h)
+    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
+    tv = _on(v.structures[0], v.tensor, -2, f)
+    qf, kf = h.sdpa_factor(tq), h.sdpa_factor(tk)
+    if qf is None or kf is None:
+        return None
+    try:
+        log_w = f.sdpa_log_measure(tk)
+    except NotImplementedError:
+        return None
+    i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
+    qf = qf.unsqueeze(-2) if ni == 0 else qf.flatten(qf.ndim - 1 - ni, qf.ndim - 2)  # (..., L, e)
+    batch = broadcast_shape(qf.shape[:-2], kf.shape[:-2], tv.shape[:-2])
+    qf = qf.expand(*batch, *qf.shape[-2:])
+    kf = kf.expand(*batch, *kf.shape[-2:])
+    tv = tv.expand(*batch, *tv.shape[-2:])
+    mask: Tensor | None = None
+    if log_w is not None:
+        mask = log_w.unsqueeze(-2).to(qf.dtype)  # (..., 1, S) additive bias
+        if causal:
+            n_q, n_k = qf.shape[-2], kf.shape[-2]
+            future = torch.ones(n_q, n_k, dtype=torch.bool, device=qf.device).triu(1)
+            mask = mask.masked_fill(future, float("-inf"))
+        causal = False
+    out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=normalise.scale)
+    out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
+    return cast("Field[*I, G]", Field(out, (*q.structures[:-1], v.structures[1]), q.ring))
+
+
+def self_attention(
+    normalise: Normalise,
+    wq: Field[H, G],
+    wk: Field[H, G],
+    wv: Field[G, G],
+    x: Field[F, G],
+) -> Field[F, G]:
+    """``attention normalise (x Qᵀ) (x Kᵀ) (x Vᵀ)`` -- the design source's ``runSelfAttention``."""
+    return attention(normalise, mul_mmt(wq, x), mul_mmt(wk, x), mul_mmt(wv, x))

@@ -1,0 +1,119 @@
+"""``Field[*Axes]``: a tensor whose trailing axes belong to typed structures.
+
+A value of the design source's type ``f (g a)`` is one tensor of shape
+``(*batch, |f|, |g|)`` together with the structure objects ``(f, g)``; it is
+typed ``Field[F, G]``. Leading batch axes are untyped and broadcast like any
+tensor axes. Statically, ``Axes`` is a PEP 646 ``TypeVarTuple`` of structure
+classes, so passing a ``Field[Model, Hidden]`` where a ``Field[Hidden, Model]``
+is expected is a mypy error; at run time every operation checks the structure
+objects too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVarTuple
+
+import torch
+from torch import Tensor
+
+from ._errors import StructureError
+from ._ring import REAL, Ring
+from ._structure import Structure
+
+Axes = TypeVarTuple("Axes")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Field(Generic[*Axes]):
+    """A tensor with one structure per trailing axis.
+
+    Args:
+        tensor: shape ``(*batch, n_1, ..., n_k)``.
+        axes: ``k`` structure objects; ``axes[i]`` owns tensor axis ``i - k``.
+        ring: the scalars (default :data:`~applicative.REAL`).
+
+    Raises:
+        StructureError: if the tensor's trailing shape does not fit the axes,
+            or its dtype does not fit the ring.
+    """
+
+    tensor: Tensor
+    axes: tuple[*Axes]
+    ring: Ring = REAL
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tensor, Tensor):
+            raise StructureError(f"Field needs a torch.Tensor, got {type(self.tensor).__name__}")
+        k = len(self.axes)
+        if self.tensor.ndim < k:
+            raise StructureError(
+                f"Field: {k} axes {self.structures} need a tensor with at least {k} dimensions, "
+                f"got shape {tuple(self.tensor.shape)}"
+            )
+        for i, s in enumerate(self.structures):
+            if not isinstance(s, Structure):
+                raise StructureError(f"Field: axis {i} is {s!r}, which is not a Structure")
+            s.check(self.tensor, i - k, "Field")
+        self.ring.check_dtype(self.tensor.dtype)
+
+    @property
+    def structures(self) -> tuple[Structure, ...]:
+        """The axes as plain structure objects (for run-time use)."""
+        return tuple(self.axes)  # type: ignore[arg-type]
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """The untyped leading axes."""
+        return self.tensor.shape[: self.tensor.ndim - len(self.axes)]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tensor.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.tensor.device
+
+    def with_tensor(self, tensor: Tensor) -> Field[*Axes]:
+        """The same axes and ring holding another tensor."""
+        return Field(tensor, self.axes, self.ring)
+
+    def to(self, *args: object, **kwargs: object) -> Field[*Axes]:
+        """``tensor.to(...)`` keeping the axes."""
+        return self.with_tensor(self.tensor.to(*args, **kwargs))  # type: ignore[call-overload]
+
+    def check_finite(self, where: str = "input") -> Field[*Axes]:
+        """Return ``self``, or raise :class:`StructureError` if any value is NaN or infinite."""
+        bad = ~torch.isfinite(self.tensor)
+        if bool(bad.any()):
+            idx = tuple(int(i) for i in bad.nonzero()[0])
+            raise StructureError(
+                f"{where}: {int(bad.sum())} non-finite value(s) in a field of shape "
+                f"{tuple(self.tensor.shape)}; first at index {idx}: {self.tensor[idx].item()}"
+            )
+        return self
+
+    def __repr__(self) -> str:
+        axes = ", ".join(repr(s) for s in self.structures)
+        return (
+            f"Field[{axes}](batch={tuple(self.batch_shape)}, dtype={self.tensor.dtype}, "
+            f"device={self.tensor.device}, ring={self.ring!r})"
+        )
+
+
+def check_compatible(op: str, *fields: Field[*tuple[Any, ...]]) -> None:
+    """Raise :class:`StructureError` unless the fields share dtype, device and ring."""
+    first = fields[0]
+    for other in fields[1:]:
+        if other.tensor.dtype != first.tensor.dtype:
+            raise StructureError(
+                f"{op}: dtypes differ: {first.tensor.dtype} and {other.tensor.dtype}; convert one with .to(dtype)"
+            )
+        if other.tensor.device != first.tensor.device:
+            raise StructureError(
+                f"{op}: devices differ: {first.tensor.device} and {other.tensor.device}; "
+                "move both to one device with .to(device)"
+            )
+        if other.ring != first.ring:
+            raise StructureError(f"{op}: rings differ: {first.ring!r} and {other.ring!r}")

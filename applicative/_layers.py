@@ -1,0 +1,59 @@
+"""Generic blocks built from the linear algebra: MLP, layer norm, residual.
+
+mlp x        = linear W2 b2 (fmap σ (linear W1 b1 x))
+layer_norm x = (x - mean) / sqrt(var + eps) * γ + β,
+               mean = counit x / counit (pure 1),  var = counit ((x - mean)²) / counit (pure 1)
+residual f x = zip_with add (f x) x
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar, TypeVarTuple
+
+from ._algebra import add, join, linear, pointwise
+from ._field import Field
+from ._structure import Pointwise, Structure
+
+D = TypeVar("D", bound=Structure)
+Dff = TypeVar("Dff", bound=Structure)
+O = TypeVar("O", bound=Structure)
+B = TypeVarTuple("B")
+A = TypeVarTuple("A")
+
+
+def mlp(
+    w1: Field[Dff, D],
+    b1: Field[Dff],
+    w2: Field[O, Dff],
+    b2: Field[O],
+    activation: Pointwise,
+    x: Field[*B, D],
+) -> Field[*B, O]:
+    """Two affine maps with a pointwise activation between them (``fmap σ``)."""
+    return linear(w2, b2, pointwise(activation, linear(w1, b1, x)))
+
+
+def layer_norm(
+    x: Field[*B, D],
+    weight: Field[D] | None,
+    bias: Field[D] | None,
+    eps: float = 1e-5,
+) -> Field[*B, D]:
+    """Layer norm over the last axis, with mean and variance taken through its counit."""
+    d = x.structures[-1]
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            join("layer_norm", f"the {name}", p.structures[0], "the input's last axis", d)
+    t = d.layer_norm(
+        x.tensor,
+        None if weight is None else weight.tensor,
+        None if bias is None else bias.tensor,
+        eps,
+    )
+    return x.with_tensor(t)
+
+
+def residual(f: Callable[[Field[*A]], Field[*A]], x: Field[*A]) -> Field[*A]:
+    """``f x + x``."""
+    return add(f(x), x)

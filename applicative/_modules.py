@@ -1,0 +1,211 @@
+"""``torch.nn.Module`` wrappers around the generic blocks.
+
+Parameters are ordinary ``nn.Parameter`` tensors, so models work with any
+optimizer, ``state_dict``, ``.to(device)`` and ``torch.compile``; each module
+wraps its parameters in :class:`~applicative.Field` values with their
+structures and calls the generic function. Parameter layouts match PyTorch's
+own layers (``weight`` is ``(out, in)``; multi-head ``in_proj_weight`` is
+``[q; k; v]`` stacked head-major), so weights copy across directly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Generic, TypeVar, TypeVarTuple, cast
+
+import torch
+from torch import Tensor, nn
+
+from ._algebra import linear, pointwise
+from ._attention import Normalise, attention, scaled_softmax
+from ._errors import StructureError
+from ._field import Field
+from ._layers import layer_norm
+from ._ring import REAL
+from ._structure import Pointwise, Structure
+from ._tensor import unflatten
+
+I = TypeVar("I", bound=Structure)
+O = TypeVar("O", bound=Structure)
+D = TypeVar("D", bound=Structure)
+S = TypeVar("S", bound=Structure)
+T = TypeVar("T", bound=Structure)
+B = TypeVarTuple("B")
+
+
+class Linear(nn.Module, Generic[I, O]):
+    """``x ↦ W x + b`` from structure ``I`` to structure ``O`` at every position of ``x``.
+
+    Parameters ``weight`` ``(|O|, |I|)`` and ``bias`` ``(|O|,)``, initialised as
+    ``torch.nn.Linear`` does (uniform in ``±1/sqrt(|I|)``).
+    """
+
+    def __init__(
+        self,
+        inp: I,
+        out: O,
+        bias: bool = True,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.inp, self.out = inp, out
+        k = 1.0 / math.sqrt(inp.size)
+        self.weight = nn.Parameter(torch.empty(out.size, inp.size, dtype=dtype, device=device).uniform_(-k, k))
+        self.bias = nn.Parameter(torch.empty(out.size, dtype=dtype, device=device).uniform_(-k, k)) if bias else None
+
+    @property
+    def weight_field(self) -> Field[O, I]:
+        return Field(self.weight, (self.out, self.inp))
+
+    @property
+    def bias_field(self) -> Field[O] | None:
+        return None if self.bias is None else Field(self.bias, (self.out,))
+
+    def forward(self, x: Field[*B, I]) -> Field[*B, O]:
+        return linear(self.weight_field, self.bias_field, x)
+
+    def __call__(self, x: Field[*B, I]) -> Field[*B, O]:
+        return cast("Field[*B, O]", super().__call__(x))
+
+    def extra_repr(self) -> str:
+        return f"{self.inp!r} -> {self.out!r}, bias={self.bias is not None}"
+
+
+class MLP(nn.Module, Generic[I, O]):
+    """``linear W2 b2 . fmap activation . linear W1 b1`` from ``I`` through ``hidden`` to ``O``."""
+
+    def __init__(
+        self,
+        inp: I,
+        hidden: Structure,
+        out: O,
+        activation: Pointwise = torch.relu,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.activation = activation
+        self.linear1: Linear[I, Structure] = Linear(inp, hidden, dtype=dtype, device=device)
+        self.linear2: Linear[Structure, O] = Linear(hidden, out, dtype=dtype, device=device)
+
+    def forward(self, x: Field[*B, I]) -> Field[*B, O]:
+        return self.linear2(pointwise(self.activation, self.linear1(x)))
+
+    def __call__(self, x: Field[*B, I]) -> Field[*B, O]:
+        return cast("Field[*B, O]", super().__call__(x))
+
+
+class LayerNorm(nn.Module, Generic[D]):
+    """Layer norm over structure ``D``; ``weight`` starts as ``pure 1``, ``bias`` as zero."""
+
+    def __init__(
+        self,
+        d: D,
+        eps: float = 1e-5,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.d, self.eps = d, eps
+        one = torch.ones((), dtype=dtype, device=device)
+        self.weight = nn.Parameter(d.pure(one, -1).clone())
+        self.bias = nn.Parameter(torch.zeros(d.size, dtype=dtype, device=device))
+
+    def forward(self, x: Field[*B, D]) -> Field[*B, D]:
+        return layer_norm(x, Field(self.weight, (self.d,)), Field(self.bias, (self.d,)), self.eps)
+
+    def __call__(self, x: Field[*B, D]) -> Field[*B, D]:
+        return cast("Field[*B, D]", super().__call__(x))
+
+
+class MultiHeadAttention(nn.Module, Generic[D]):
+    """Multi-head attention on fields ``S x D``, each head attending with structures ``key``/``value``.
+
+    Per head ``h``: ``q_h = x Wq_hᵀ`` (``S x key``), ``k_h``, ``v_h`` likewise from
+    the memory (``x`` itself for self-attention); ``o_h = attention(normalise,
+    q_h, k_h, v_h)``; the output is ``Σ_h o_h Wo_hᵀ + b`` -- a linear map out of
+    ``value.stack(heads)``.
+
+    Args:
+        model: the model structure ``D``.
+        key: per-head query/key structure (``Vector(d // heads)`` for the usual Transformer).
+        value: per-head value structure.
+        heads: number of heads.
+        normalise: the default normalisation (scaled softmax over ``key.size``).
+    """
+
+    def __init__(
+        self,
+        model: D,
+        key: Structure,
+        value: Structure,
+        heads: int,
+        normalise: Normalise | None = None,
+        bias: bool = True,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        if heads < 1:
+            raise StructureError(f"MultiHeadAttention: heads must be >= 1, got {heads}")
+        self.model, self.key, self.value, self.heads = model, key, value, heads
+        self.normalise = normalise if normalise is not None else scaled_softmax(key.size)
+        self.keys, self.values = key.stack(heads), value.stack(heads)
+        n_in = 2 * self.keys.size + self.values.size
+        k = 1.0 / math.sqrt(model.size)
+        self.in_proj_weight = nn.Parameter(torch.empty(n_in, model.size, dtype=dtype, device=device).uniform_(-k, k))
+        self.in_proj_bias = nn.Parameter(torch.zeros(n_in, dtype=dtype, device=device)) if bias else None
+        self.out_proj: Linear[Structure, D] = Linear(self.values, model, bias, dtype=dtype, device=device)
+
+    def _project(self, x: Tensor, rows: slice) -> Tensor:
+        b = None if self.in_proj_bias is None else self.in_proj_bias[rows]
+        return self.model.affine(x, self.in_proj_weight[rows], b, REAL)
+
+    def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
+        # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
+        t = unflatten(t, -1, (self.heads, per_head.size)).transpose(-2, -3)
+        return Field(t, (s.unsqueeze_batch(-1), per_head))
+
+    def forward(
+        self,
+        x: Field[S, D],
+        memory: Field[T, D] | None = None,
+        normalise: Normalise | None = None,
+    ) -> Field[S, D]:
+        """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``)."""
+        d = self.model
+        for name, f in (("input", x), ("memory", memory)):
+            if f is not None and f.structures[-1] != d:
+                raise StructureError(
+                    f"MultiHeadAttention: the {name}'s features are {f.structures[-1]!r} but the model is {d!r}"
+                )
+        nk = self.keys.size
+        s_q = x.structures[0]
+        if memory is None:
+            qkv = self._project(x.tensor, slice(None))  # (..., n, 2hk + hv)
+            tq, tk, tv = qkv[..., :nk], qkv[..., nk : 2 * nk], qkv[..., 2 * nk :]
+            s_kv = s_q
+        else:
+            tq = self._project(x.tensor, slice(0, nk))
+            kv = self._project(memory.tensor, slice(nk, None))
+            tk, tv = kv[..., :nk], kv[..., nk:]
+            s_kv = memory.structures[0]
+        q = self._heads(tq, s_q, self.key)
+        k = self._heads(tk, s_kv, self.key)
+        v = self._heads(tv, s_kv, self.value)
+        o = attention(normalise or self.normalise, q, k, v).tensor  # (..., h, n, gv)
+        o = o.transpose(-2, -3).flatten(-2)  # (..., n, h * gv)
+        return self.out_proj(Field(o, (s_q, self.values)))  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        x: Field[S, D],
+        memory: Field[T, D] | None = None,
+        normalise: Normalise | None = None,
+    ) -> Field[S, D]:
+        return cast("Field[S, D]", super().__call__(x, memory, normalise))

@@ -1,0 +1,312 @@
+"""Transformers generic over their structures: encoder, causal decoder, encoder--decoder.
+
+The design source's ``runTransformer``::
+
+    runTransformer = mul_mmt unembed . foldl runTransformerLayer layers . mul_mmt embed
+
+with a sequence structure ``S``, input features ``F``, model ``D`` and hidden
+``Dff``; a value ``S x F`` maps to ``S x F``. Layers are pre- or post-norm
+residual blocks of multi-head attention and an MLP, with sub-module names
+matching ``torch.nn.TransformerEncoderLayer`` / ``TransformerDecoderLayer``
+(``self_attn``, ``multihead_attn``, ``linear1``, ``linear2``, ``norm1..3``), so a
+PyTorch layer's ``state_dict`` loads directly.
+
+Nothing here knows which structures it runs on: vectors give the standard
+Transformer, Chebyshev series the Funcformer, trees a tree Transformer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar, cast
+
+import torch
+from torch import nn
+
+from applicative import (
+    CausalSoftmax,
+    Field,
+    LayerNorm,
+    Linear,
+    MultiHeadAttention,
+    Normalise,
+    Structure,
+    StructureError,
+    add,
+    mlp,
+    mul_mmt,
+)
+from applicative._structure import Pointwise
+from instances import Vector
+
+S = TypeVar("S", bound=Structure)
+T = TypeVar("T", bound=Structure)
+D = TypeVar("D", bound=Structure)
+Fe = TypeVar("Fe", bound=Structure)
+
+
+def head_structure(model: Structure, heads: int) -> Structure:
+    """The per-head structure for ``heads`` heads over ``model``: ``Vector(d // heads)``, or ``model`` itself."""
+    if heads == 1:
+        return model
+    if isinstance(model, Vector):
+        if model.size % heads:
+            raise StructureError(f"{model!r} cannot be split into {heads} heads: {model.size} % {heads} != 0")
+        return Vector(model.size // heads)
+    raise StructureError(f"multi-head attention over {model!r}: pass key= and value= structures for each head")
+
+
+class _Layer(nn.Module, Generic[D]):
+    """Shared parts of encoder and decoder layers: self-attention, MLP, and the norms."""
+
+    def __init__(
+        self,
+        model: D,
+        hidden: Structure,
+        heads: int,
+        n_norms: int,
+        *,
+        key: Structure | None,
+        value: Structure | None,
+        normalise: Normalise | None,
+        norm_first: bool,
+        activation: Pointwise,
+        eps: float,
+        dtype: torch.dtype | None,
+        device: torch.device | str | None,
+    ) -> None:
+        super().__init__()
+        k = key if key is not None else head_structure(model, heads)
+        v = value if value is not None else k
+        kw = {"dtype": dtype, "device": device}
+        self.model, self.norm_first, self.activation = model, norm_first, activation
+        self.self_attn: MultiHeadAttention[D] = MultiHeadAttention(model, k, v, heads, normalise, **kw)  # type: ignore[arg-type]
+        self.linear1: Linear[D, Structure] = Linear(model, hidden, **kw)  # type: ignore[arg-type]
+        self.linear2: Linear[Structure, D] = Linear(hidden, model, **kw)  # type: ignore[arg-type]
+        for i in range(1, n_norms + 1):
+            self.add_module(f"norm{i}", LayerNorm(model, eps, **kw))  # type: ignore[arg-type]
+        self._heads = (k, v, heads)
+
+    def norm(self, i: int, x: Field[S, D]) -> Field[S, D]:
+        return cast("LayerNorm[D]", getattr(self, f"norm{i}"))(x)
+
+    def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
+        l1, l2 = self.linear1, self.linear2
+        assert l1.bias_field is not None and l2.bias_field is not None
+        return mlp(l1.weight_field, l1.bias_field, l2.weight_field, l2.bias_field, self.activation, x)
+
+    def block(self, i: int, x: Field[S, D], f: Callable[[Field[S, D]], Field[S, D]]) -> Field[S, D]:
+        """Residual block ``i``: ``x + f(norm_i x)`` (pre-norm) or ``norm_i (x + f x)`` (post-norm)."""
+        if self.norm_first:
+            return add(x, f(self.norm(i, x)))
+        return self.norm(i, add(x, f(x)))
+
+
+class EncoderLayer(_Layer[D]):
+    """``x ↦ block(MLP) . block(self-attention)``; ``torch.nn.TransformerEncoderLayer`` semantics.
+
+    Args:
+        model: the model structure ``D``; hidden: the MLP's hidden structure.
+        heads: attention heads; key/value: per-head structures (default ``Vector(d // heads)``).
+        normalise: attention normalisation (default scaled softmax; :class:`CausalSoftmax` for a decoder).
+        norm_first: pre-norm (True) or post-norm (False, PyTorch's default).
+    """
+
+    def __init__(
+        self,
+        model: D,
+        hidden: Structure,
+        heads: int = 1,
+        *,
+        key: Structure | None = None,
+        value: Structure | None = None,
+        normalise: Normalise | None = None,
+        norm_first: bool = False,
+        activation: Pointwise = torch.relu,
+        eps: float = 1e-5,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            hidden,
+            heads,
+            2,
+            key=key,
+            value=value,
+            normalise=normalise,
+            norm_first=norm_first,
+            activation=activation,
+            eps=eps,
+            dtype=dtype,
+            device=device,
+        )
+
+    def forward(self, x: Field[S, D]) -> Field[S, D]:
+        x = self.block(1, x, lambda y: self.self_attn(y))
+        return self.block(2, x, self.feed_forward)
+
+    def __call__(self, x: Field[S, D]) -> Field[S, D]:
+        return cast("Field[S, D]", super().__call__(x))
+
+
+class DecoderLayer(_Layer[D]):
+    """Causal self-attention, cross-attention to a memory, MLP; ``torch.nn.TransformerDecoderLayer`` semantics."""
+
+    def __init__(
+        self,
+        model: D,
+        hidden: Structure,
+        heads: int = 1,
+        *,
+        key: Structure | None = None,
+        value: Structure | None = None,
+        normalise: Normalise | None = None,
+        cross_normalise: Normalise | None = None,
+        norm_first: bool = False,
+        activation: Pointwise = torch.relu,
+        eps: float = 1e-5,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        k = key if key is not None else head_structure(model, heads)
+        super().__init__(
+            model,
+            hidden,
+            heads,
+            3,
+            key=k,
+            value=value,
+            normalise=normalise or CausalSoftmax(k.size**-0.5),
+            norm_first=norm_first,
+            activation=activation,
+            eps=eps,
+            dtype=dtype,
+            device=device,
+        )
+        kk, vv, _ = self._heads
+        self.multihead_attn: MultiHeadAttention[D] = MultiHeadAttention(
+            model, kk, vv, heads, cross_normalise, dtype=dtype, device=device
+        )
+
+    def forward(self, x: Field[S, D], memory: Field[T, D]) -> Field[S, D]:
+        x = self.block(1, x, self.self_attn)
+        x = self.block(2, x, lambda y: self.multihead_attn(y, memory))
+        return self.block(3, x, self.feed_forward)
+
+    def __call__(self, x: Field[S, D], memory: Field[T, D]) -> Field[S, D]:
+        return cast("Field[S, D]", super().__call__(x, memory))
+
+
+class Transformer(nn.Module, Generic[Fe, D]):
+    """``mul_mmt unembed . layers . mul_mmt embed``: ``S x F -> S x F`` (encoder or causal decoder).
+
+    Build with :func:`encoder` or :func:`decoder`, or pass layers directly.
+    """
+
+    def __init__(
+        self,
+        features: Fe,
+        model: D,
+        layers: Sequence[EncoderLayer[D]],
+        final_norm: bool = True,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.features, self.model = features, model
+        self.embed: Linear[Fe, D] = Linear(features, model, bias=False, dtype=dtype, device=device)
+        self.layers = nn.ModuleList(layers)
+        self.norm: LayerNorm[D] | None = LayerNorm(model, dtype=dtype, device=device) if final_norm else None
+        self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
+
+    def encode(self, x: Field[S, Fe]) -> Field[S, D]:
+        """Embed and run the layers: ``S x F -> S x D``."""
+        h = mul_mmt(self.embed.weight_field, x)
+        for layer in self.layers:
+            h = layer(h)
+        return h if self.norm is None else self.norm(h)
+
+    def forward(self, x: Field[S, Fe]) -> Field[S, Fe]:
+        return mul_mmt(self.unembed.weight_field, self.encode(x))
+
+    def __call__(self, x: Field[S, Fe]) -> Field[S, Fe]:
+        return cast("Field[S, Fe]", super().__call__(x))
+
+
+class EncoderDecoder(nn.Module, Generic[Fe, D]):
+    """Encoder--decoder Transformer: ``(source S x F, target T x F) -> T x F``."""
+
+    def __init__(
+        self,
+        features: Fe,
+        model: D,
+        encoder_layers: Sequence[EncoderLayer[D]],
+        decoder_layers: Sequence[DecoderLayer[D]],
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.encoder: Transformer[Fe, D] = Transformer(features, model, encoder_layers, dtype=dtype, device=device)
+        self.decoder_embed: Linear[Fe, D] = Linear(features, model, bias=False, dtype=dtype, device=device)
+        self.decoder_layers = nn.ModuleList(decoder_layers)
+        self.decoder_norm: LayerNorm[D] = LayerNorm(model, dtype=dtype, device=device)
+        self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
+
+    def forward(self, source: Field[S, Fe], target: Field[T, Fe]) -> Field[T, Fe]:
+        memory = self.encoder.encode(source)
+        h = mul_mmt(self.decoder_embed.weight_field, target)
+        for layer in self.decoder_layers:
+            h = layer(h, memory)
+        return mul_mmt(self.unembed.weight_field, self.decoder_norm(h))
+
+    def __call__(self, source: Field[S, Fe], target: Field[T, Fe]) -> Field[T, Fe]:
+        return cast("Field[T, Fe]", super().__call__(source, target))
+
+
+def encoder(
+    features: Fe,
+    model: D,
+    hidden: Structure,
+    heads: int,
+    depth: int,
+    *,
+    norm_first: bool = True,
+    normalise: Normalise | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> Transformer[Fe, D]:
+    """A ``depth``-layer encoder ``S x F -> S x F``."""
+    layers = [
+        EncoderLayer(model, hidden, heads, normalise=normalise, norm_first=norm_first, dtype=dtype, device=device)
+        for _ in range(depth)
+    ]
+    return Transformer(features, model, layers, dtype=dtype, device=device)
+
+
+def decoder(
+    features: Fe,
+    model: D,
+    hidden: Structure,
+    heads: int,
+    depth: int,
+    *,
+    norm_first: bool = True,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> Transformer[Fe, D]:
+    """A ``depth``-layer causal (decoder-only) Transformer: position ``i`` sees positions ``<= i``."""
+    k = head_structure(model, heads)
+    return encoder(
+        features,
+        model,
+        hidden,
+        heads,
+        depth,
+        norm_first=norm_first,
+        normalise=CausalSoftmax(k.size**-0.5),
+        dtype=dtype,
+        device=device,
+    )

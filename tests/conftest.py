@@ -1,0 +1,15 @@
+"""Shared test settings: hypothesis profiles (CI runs fewer examples, never a deadline)."""
+
+import os
+
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
