@@ -263,5 +263,12 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
         raise StructureError(f"linear: the bias is {b.structures[0]!r} but the weight's rows are {w.structures[0]!r}")
     tx = _on(sx, x.tensor, -1, s)
     tw = _on(sw, w.tensor, -1, s)
-    t = s.affine(tx, tw, None if b is None else b.tensor, x.ring)
+    tb = None if b is None else b.tensor
+    # batch axes of the weight and bias align with x's batch, not with x's leading typed axes
+    ones = (1,) * (_typed(x) - 1)
+    if ones and tw.ndim > 2:
+        tw = tw.reshape(*tw.shape[:-2], *ones, *tw.shape[-2:])
+    if ones and tb is not None and tb.ndim > 1:
+        tb = tb.reshape(*tb.shape[:-1], *ones, tb.shape[-1])
+    t = s.affine(tx, tw, tb, x.ring)
     return cast("Field[*B, O]", Field(t, (*x.structures[:-1], w.structures[0]), x.ring))

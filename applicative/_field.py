@@ -11,7 +11,6 @@ objects too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVarTuple
 
 import torch
@@ -24,7 +23,6 @@ from ._structure import Structure
 Axes = TypeVarTuple("Axes")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class Field(Generic[*Axes]):
     """A tensor with one structure per trailing axis.
 
@@ -38,11 +36,16 @@ class Field(Generic[*Axes]):
             or its dtype does not fit the ring.
     """
 
+    __slots__ = ("axes", "ring", "tensor")
+
     tensor: Tensor
     axes: tuple[*Axes]
-    ring: Ring = REAL
+    ring: Ring
 
-    def __post_init__(self) -> None:
+    def __init__(self, tensor: Tensor, axes: tuple[*Axes], ring: Ring | None = None) -> None:
+        # a plain class rather than a dataclass: torch.compile traces it (and its REAL default) fullgraph
+        self.tensor, self.axes = tensor, axes
+        self.ring = REAL if ring is None else ring
         if not isinstance(self.tensor, Tensor):
             raise StructureError(f"Field needs a torch.Tensor, got {type(self.tensor).__name__}")
         k = len(self.axes)

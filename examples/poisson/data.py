@@ -1,0 +1,138 @@
+r"""Random smooth sources and their exact Poisson solutions, as Chebyshev coefficient matrices.
+
+A source is :math:`f(x, y) = \sum_{k,l < n} f_{kl} T_k(x) T_l(y)` with
+
+.. math::  f_{kl} = z_{kl}\, \rho^{k + l} \,/\, \|\cdot\|, \qquad z_{kl} \sim \mathcal N(0, 1),
+
+and :math:`f_{kl} = 0` for :math:`k \ge m` or :math:`l \ge m` (the highest ``n - m`` modes are zero,
+as in the design source); each source is scaled to unit :math:`L^2([-1,1]^2)` norm. The solution
+:math:`g = \Delta^{-1} f` (zero on the boundary) is computed by :class:`~examples.poisson.solver.PoissonSolver`
+at degree ``N`` (exact to rounding for these data; the ``(N+1)^2`` coefficients are kept so that errors
+are measured against the whole function, not its truncation to ``n x n``).
+
+Out-of-distribution sources use a slower decay and all ``n`` modes (higher frequencies).
+
+Norms: :math:`\|g\|^2 = \int\!\!\int g^2 = \mathrm{tr}(G^T W G W)` with the Chebyshev Gram matrix
+:math:`W_{kl} = \int_{-1}^1 T_k T_l` (zero when ``k + l`` is odd).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .solver import PoissonSolver
+
+
+@functools.cache
+def _gram_cpu(n: int) -> Tensor:
+    k = torch.arange(n, dtype=torch.float64)
+    s, d = k[:, None] + k[None, :], k[:, None] - k[None, :]
+    # ∫ T_k T_l = (1/2) ∫ (T_{k+l} + T_{|k-l|}), and ∫ T_j = 2 / (1 - j²) for even j, 0 for odd j
+    w = 1.0 / (1.0 - s**2) + 1.0 / (1.0 - d**2)
+    return torch.where(s.remainder(2) == 0, w, torch.zeros_like(w))
+
+
+def gram(n: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float64) -> Tensor:
+    """The ``n x n`` Gram matrix ``W_kl = ∫_{-1}^{1} T_k(x) T_l(x) dx``."""
+    return _gram_cpu(n).to(device=device, dtype=dtype)
+
+
+def l2_norm_sq(c: Tensor) -> Tensor:
+    """``∫∫ g²`` for coefficient matrices ``c`` ``(..., m, m')``: ``tr(cᵀ W c W)``."""
+    wx, wy = gram(c.shape[-2], c.device, c.dtype), gram(c.shape[-1], c.device, c.dtype)
+    return ((wx @ c @ wy) * c).sum((-2, -1))
+
+
+def pad(c: Tensor, m: int) -> Tensor:
+    """Zero-pad (or truncate) the last two axes of a coefficient matrix to ``m x m``."""
+    c = c[..., :m, :m]
+    return torch.nn.functional.pad(c, (0, m - c.shape[-1], 0, m - c.shape[-2]))
+
+
+def relative_l2(pred: Tensor, exact: Tensor) -> Tensor:
+    """``‖pred - exact‖ / ‖exact‖`` in ``L²([-1,1]²)``, per sample; coefficient matrices of any sizes."""
+    m = max(pred.shape[-1], exact.shape[-1], pred.shape[-2], exact.shape[-2])
+    p, e = pad(pred.to(exact.dtype), m), pad(exact, m)
+    return (l2_norm_sq(p - e) / l2_norm_sq(e)).sqrt()
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """How random sources are drawn: ``n`` coefficients per axis, ``active`` nonzero, decay ``rho``."""
+
+    n: int = 16
+    active: int = 12
+    rho: float = 0.7
+
+
+IN_DISTRIBUTION = SourceSpec()
+OUT_OF_DISTRIBUTION = SourceSpec(active=16, rho=0.85)
+
+
+def random_sources(spec: SourceSpec, count: int, seed: int) -> Tensor:
+    """``count`` random sources ``(count, n, n)`` (float64), unit L² norm, reproducible from ``seed``."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(count, spec.n, spec.n, generator=g, dtype=torch.float64)
+    k = torch.arange(spec.n, dtype=torch.float64)
+    decay = spec.rho ** (k[:, None] + k[None, :])
+    mask = ((k[:, None] < spec.active) & (k[None, :] < spec.active)).to(torch.float64)
+    f = z * decay * mask
+    return f / l2_norm_sq(f).sqrt()[:, None, None]
+
+
+@dataclass(frozen=True)
+class PoissonData:
+    """Sources ``f`` ``(count, n, n)`` and exact solutions ``g`` ``(count, N+1, N+1)``, float64."""
+
+    f: Tensor
+    g: Tensor
+
+    def __len__(self) -> int:
+        return self.f.shape[0]
+
+    def target(self, n: int) -> Tensor:
+        """The solutions' leading ``n x n`` coefficients (what an ``n``-mode model can output)."""
+        return pad(self.g, n)
+
+
+def make(spec: SourceSpec, count: int, seed: int, degree: int = 48) -> PoissonData:
+    """Draw ``count`` sources from ``spec`` and solve them exactly at collocation degree ``degree``."""
+    f = random_sources(spec, count, seed)
+    return PoissonData(f, PoissonSolver(degree).solve(f))
+
+
+@dataclass(frozen=True)
+class Splits:
+    train: PoissonData
+    test: PoissonData
+    ood: PoissonData
+
+
+def splits(n_train: int, n_test: int, seed: int = 0, n: int = 16, cache: Path | None = None) -> Splits:
+    """Train / held-out test (same distribution, disjoint seeds) / out-of-distribution sets.
+
+    With ``cache``, the tensors are saved there (``torch.save``) and reloaded when the arguments match.
+    """
+    key = f"poisson_n{n}_tr{n_train}_te{n_test}_s{seed}.pt"
+    path = None if cache is None else cache / key
+    if path is not None and path.exists():
+        blob = torch.load(path)
+        return Splits(*(PoissonData(*blob[name]) for name in ("train", "test", "ood")))
+    ind = SourceSpec(n=n, active=IN_DISTRIBUTION.active * n // 16, rho=IN_DISTRIBUTION.rho ** (16 / n))
+    ood = SourceSpec(n=n, active=n, rho=OUT_OF_DISTRIBUTION.rho ** (16 / n))
+    out = Splits(
+        make(ind, n_train, seed=3 * seed),
+        make(ind, n_test, seed=3 * seed + 1),
+        make(ood, n_test, seed=3 * seed + 2),
+    )
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save({k: (getattr(out, k).f, getattr(out, k).g) for k in ("train", "test", "ood")}, tmp)
+        tmp.replace(path)
+    return out

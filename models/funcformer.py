@@ -1,0 +1,134 @@
+r"""The Funcformer: the generic Transformer on Chebyshev series, mapping functions of two variables.
+
+A value ``Field[X, Y]`` holds the Chebyshev coefficients of :math:`u(x, y) = \sum_{k,l} u_{kl} T_k(x) T_l(y)`:
+the outer axis ``X`` plays the Transformer's *sequence* (a continuum of positions ``x``) and the inner
+axis ``Y`` its *features* (a continuum of features ``y``) -- the design source's Part 5. The model is
+:class:`models.Transformer` unchanged::
+
+    funcformer = mul_mmt unembed . layers . (+ position) . mul_mmt embed
+
+* ``embed``/``unembed`` are integral operators :math:`\int E(d, y)\,u(x, y)\,dy` (contractions over
+  ``Y`` with its metric :math:`W_{kl} = \int T_k T_l`), into a model structure ``D`` that is either a
+  Chebyshev series (a continuum of model features) or a :class:`~instances.Vector` of channels;
+* attention contracts over ``X`` with its metric and normalises scores along ``X`` with any
+  :class:`~applicative.Normalise` -- the faithful continuous softmax
+  :math:`e^{s(t)}/\int e^{s}` (:class:`~applicative.ScaledSoftmax` on a Chebyshev axis) or the design
+  source's row-wise softmax of the coefficients;
+* the MLP's activation is ``fmap``-ed through the point values (the design source's ReLU).
+
+``position`` is a learned function of ``x`` per model feature, :math:`p(x, d)`, added after the
+embedding: attention has no other way to know *where* a coefficient row sits, and an operator such as
+:math:`\Delta^{-1}` needs it (FNO appends the grid coordinates for the same reason; Li et al. 2020).
+
+There is no attention or MLP code here: only the choice of structures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar, cast
+
+import torch
+from torch import Tensor, nn
+
+from applicative import Field, Normalise, Structure, add, mul_mmt
+
+from .transformer import EncoderLayer, Transformer
+
+X = TypeVar("X", bound=Structure)
+Y = TypeVar("Y", bound=Structure)
+D = TypeVar("D", bound=Structure)
+
+
+@dataclass(frozen=True)
+class FuncformerConfig:
+    """Hyper-parameters of a :class:`Funcformer` (the structures are passed separately).
+
+    Attributes:
+        heads: attention heads (the model structure must split into them, or ``heads == 1``).
+        depth: encoder layers.
+        normalise: attention normalisation; ``None`` is the scaled softmax against ``X``'s measure.
+        norm_first: pre-norm residual blocks (the stable choice for deep stacks).
+        final_norm: layer norm before the unembedding. Off by default: it fixes each row's scale,
+            which a linear operator must be able to follow.
+        eps: layer-norm epsilon.
+        positional: add a learned function of ``x`` after the embedding.
+        activation: the MLP's pointwise activation.
+    """
+
+    heads: int = 4
+    depth: int = 2
+    normalise: Normalise | None = None
+    norm_first: bool = True
+    final_norm: bool = False
+    eps: float = 1e-5
+    positional: bool = True
+    activation: Callable[[Tensor], Tensor] = field(default=torch.relu)
+
+
+class Funcformer(nn.Module, Generic[X, Y, D]):
+    """``Field[X, Y] -> Field[X, Y]``: the generic Transformer with sequence ``X`` and features ``Y``.
+
+    Args:
+        sequence: the structure of the first argument ``x`` (a Chebyshev series).
+        features: the structure of the second argument ``y`` (a Chebyshev series).
+        model: the model structure ``D`` -- a Chebyshev series or a ``Vector`` of channels.
+        hidden: the MLP's hidden structure.
+        config: the remaining hyper-parameters.
+    """
+
+    def __init__(
+        self,
+        sequence: X,
+        features: Y,
+        model: D,
+        hidden: Structure,
+        config: FuncformerConfig = FuncformerConfig(),  # noqa: B008 -- frozen, so sharing is harmless
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.sequence, self.features, self.model, self.config = sequence, features, model, config
+        kw = {"dtype": dtype, "device": device}
+        layers = [
+            EncoderLayer(
+                model,
+                hidden,
+                config.heads,
+                normalise=config.normalise,
+                norm_first=config.norm_first,
+                activation=config.activation,
+                eps=config.eps,
+                **kw,  # type: ignore[arg-type]
+            )
+            for _ in range(config.depth)
+        ]
+        self.transformer: Transformer[Y, D] = Transformer(features, model, layers, config.final_norm, **kw)  # type: ignore[arg-type]
+        self.position = (
+            nn.Parameter(0.1 * torch.randn(sequence.size, model.size, dtype=dtype, device=device))
+            if config.positional
+            else None
+        )
+
+    @property
+    def position_field(self) -> Field[X, D] | None:
+        """The learned positional function ``p(x, d)``, or ``None``."""
+        return None if self.position is None else Field(self.position, (self.sequence, self.model))
+
+    def forward(self, u: Field[X, Y]) -> Field[X, Y]:
+        """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures."""
+        t = self.transformer
+        h: Field[X, D] = mul_mmt(t.embed.weight_field, u)
+        p = self.position_field
+        if p is not None:
+            h = add(h, Field(p.tensor.expand_as(h.tensor), p.axes))
+        for layer in t.layers:
+            h = layer(h)
+        if t.norm is not None:
+            h = t.norm(h)
+        return mul_mmt(t.unembed.weight_field, h)
+
+    def __call__(self, u: Field[X, Y]) -> Field[X, Y]:
+        return cast("Field[X, Y]", super().__call__(u))

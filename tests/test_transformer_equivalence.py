@@ -1,0 +1,244 @@
+"""Vector instances of the generic Transformer equal PyTorch's own layers (float64, weights shared).
+
+Every model here is loaded from a PyTorch module's ``state_dict`` and compared
+with that module's output (and gradients); generic attention is compared with
+``torch.nn.functional.scaled_dot_product_attention`` and with direct formulas.
+Observed relative errors are recorded with ``record_property`` (``--junitxml``)
+and printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as nnf
+from torch import Tensor, nn
+
+from applicative import (
+    CausalSoftmax,
+    Field,
+    Normalise,
+    ReluAttention,
+    ScaledSoftmax,
+    SoftplusAttention,
+    attention,
+)
+from instances import Vector
+from models import DecoderLayer, EncoderLayer, Transformer, encoder
+
+F64 = torch.float64
+TOL = 1e-6
+
+
+class Seq(Vector):
+    size = 7
+
+
+class Mem(Vector):
+    size = 5
+
+
+class Model(Vector):
+    size = 16
+
+
+class Hidden(Vector):
+    size = 24
+
+
+class Feat(Vector):
+    size = 6
+
+
+def rel_err(got: Tensor, ref: Tensor) -> float:
+    """``max |got - ref| / max |ref|``."""
+    return float((got - ref).abs().max().detach() / ref.abs().max().detach())
+
+
+Record = Callable[[str, object], None]
+
+
+def check(record: Record, name: str, got: Tensor, ref: Tensor) -> float:
+    assert got.shape == ref.shape
+    err = rel_err(got, ref)
+    record(name, err)
+    print(f"{name}: max relative error {err:.3e}")
+    assert err <= TOL, f"{name}: relative error {err:.3e} > {TOL}"
+    return err
+
+
+def causal_mask(n: int) -> Tensor:
+    return nn.Transformer.generate_square_subsequent_mask(n, dtype=F64)
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+# ---- single layers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("heads", [1, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_encoder_layer(record_property: Record, norm_first: bool, heads: int, causal: bool) -> None:
+    ref = nn.TransformerEncoderLayer(16, heads, 24, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64)
+    normalise = CausalSoftmax(1 / math.sqrt(16 // heads)) if causal else None
+    gen = EncoderLayer(Model(), Hidden(), heads, normalise=normalise, norm_first=norm_first, dtype=F64)
+    gen.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 7, 16, dtype=F64)
+    want = ref(x, src_mask=causal_mask(7), is_causal=True) if causal else ref(x)
+    if causal:  # the mask must matter, or this test could not fail
+        assert rel_err(want, ref(x)) > 1e-3
+    got = gen(Field(x, (Seq(), Model())))
+    assert got.structures == (Seq(), Model())
+    check(record_property, f"encoder_layer[nf={norm_first},h={heads},causal={causal}]", got.tensor, want)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("heads", [1, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_decoder_layer(record_property: Record, norm_first: bool, heads: int, causal: bool) -> None:
+    ref = nn.TransformerDecoderLayer(16, heads, 24, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64)
+    normalise = None if causal else ScaledSoftmax(1 / math.sqrt(16 // heads))
+    gen = DecoderLayer(Model(), Hidden(), heads, normalise=normalise, norm_first=norm_first, dtype=F64)
+    gen.load_state_dict(ref.state_dict())
+    x, m = torch.randn(3, 7, 16, dtype=F64), torch.randn(3, 5, 16, dtype=F64)
+    want = ref(x, m, tgt_mask=causal_mask(7), tgt_is_causal=True) if causal else ref(x, m)
+    if causal:
+        assert rel_err(want, ref(x, m)) > 1e-3
+    got = gen(Field(x, (Seq(), Model())), Field(m, (Mem(), Model())))
+    assert got.structures == (Seq(), Model())
+    check(record_property, f"decoder_layer[nf={norm_first},h={heads},causal={causal}]", got.tensor, want)
+
+
+def test_decoder_layer_unbatched_and_broadcast_memory(record_property: Record) -> None:
+    """One memory (no batch axis) shared by a batch of targets."""
+    ref = nn.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=True, dtype=F64)
+    gen = DecoderLayer(Model(), Hidden(), 2, dtype=F64)
+    gen.load_state_dict(ref.state_dict())
+    x, m = torch.randn(3, 7, 16, dtype=F64), torch.randn(5, 16, dtype=F64)
+    want = ref(x, m.expand(3, 5, 16), tgt_mask=causal_mask(7), tgt_is_causal=True)
+    got = gen(Field(x, (Seq(), Model())), Field(m, (Mem(), Model())))
+    check(record_property, "decoder_layer[broadcast memory]", got.tensor, want)
+
+
+# ---- a full stack, forward and backward ---------------------------------------------------
+
+
+class TorchReference(nn.Module):
+    """``unembed . norm . TransformerEncoder . embed`` from PyTorch modules."""
+
+    def __init__(self, depth: int, heads: int, norm_first: bool) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(
+            16, heads, 24, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
+        )
+        self.embed = nn.Linear(6, 16, bias=False, dtype=F64)
+        self.encoder = nn.TransformerEncoder(
+            layer, depth, norm=nn.LayerNorm(16, dtype=F64), enable_nested_tensor=False
+        )
+        self.unembed = nn.Linear(16, 6, bias=False, dtype=F64)
+
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        return self.unembed(self.encoder(self.embed(x), mask=mask, is_causal=mask is not None))  # type: ignore[no-any-return]
+
+
+def load_stack(gen: Transformer[Feat, Model], ref: TorchReference) -> None:
+    sd = {k.removeprefix("encoder."): v for k, v in ref.state_dict().items()}
+    missing, unexpected = gen.load_state_dict(sd, strict=True)
+    assert not missing and not unexpected
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_encoder_stack_forward_backward(record_property: Record, norm_first: bool, causal: bool) -> None:
+    depth, heads = 3, 4
+    ref = TorchReference(depth, heads, norm_first)
+    normalise = CausalSoftmax(1 / math.sqrt(16 // heads)) if causal else None
+    gen = encoder(Feat(), Model(), Hidden(), heads, depth, norm_first=norm_first, normalise=normalise, dtype=F64)
+    load_stack(gen, ref)
+    x = torch.randn(2, 7, 6, dtype=F64)
+    xr, xg = x.clone().requires_grad_(), x.clone().requires_grad_()
+    want = ref(xr, causal_mask(7) if causal else None)
+    got = gen(Field(xg, (Seq(), Feat())))
+    tag = f"encoder_stack[nf={norm_first},causal={causal}]"
+    check(record_property, tag, got.tensor, want)
+
+    cot = torch.randn_like(want)
+    (want * cot).sum().backward()
+    (got.tensor * cot).sum().backward()
+    check(record_property, tag + " d/dx", xg.grad, xr.grad)  # type: ignore[arg-type]
+    grads_ref = {k.removeprefix("encoder."): p.grad for k, p in ref.named_parameters()}
+    worst = 0.0
+    for k, p in gen.named_parameters():
+        g_ref = grads_ref[k]
+        assert p.grad is not None and g_ref is not None, k
+        worst = max(worst, rel_err(p.grad, g_ref))
+        assert rel_err(p.grad, g_ref) <= TOL, k
+    record_property(tag + " d/dparams", worst)
+    print(f"{tag} d/dparams: max relative error {worst:.3e}")
+
+
+# ---- attention --------------------------------------------------------------------------
+
+
+class Key(Vector):
+    size = 8
+
+
+class Val(Vector):
+    size = 5
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_vs_sdpa(record_property: Record, fused: bool, causal: bool) -> None:
+    scale = 0.37
+    q = torch.randn(2, 3, 7, 8, dtype=F64)  # batch (2, 3), queries Seq x Key
+    k = torch.randn(3, 7, 8, dtype=F64)  # batch (3,) broadcasts against (2, 3)
+    v = torch.randn(2, 3, 7, 5, dtype=F64)
+    norm: Normalise = CausalSoftmax(scale) if causal else ScaledSoftmax(scale)
+    got = attention(
+        norm, Field(q, (Seq(), Key())), Field(k, (Seq(), Key())), Field(v, (Seq(), Val())), fused=fused
+    )
+    want = nnf.scaled_dot_product_attention(q, k.expand(2, 3, 7, 8), v, is_causal=causal, scale=scale)
+    assert got.structures == (Seq(), Val())
+    check(record_property, f"attention[fused={fused},causal={causal}] vs sdpa", got.tensor, want)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_cross_attention_multiple_query_axes(record_property: Record, fused: bool) -> None:
+    """Queries with two typed axes ``Seq x Mem x H`` attend to keys over ``Mem``."""
+    q = torch.randn(2, 7, 5, 8, dtype=F64)
+    k, v = torch.randn(2, 5, 8, dtype=F64), torch.randn(2, 5, 6, dtype=F64)
+    got = attention(
+        ScaledSoftmax(0.5), Field(q, (Seq(), Mem(), Key())), Field(k, (Mem(), Key())), Field(v, (Mem(), Feat())),
+        fused=fused,
+    )
+    want = nnf.scaled_dot_product_attention(q.flatten(1, 2), k, v, scale=0.5).unflatten(1, (7, 5))
+    assert got.structures == (Seq(), Mem(), Feat())
+    check(record_property, f"attention[2 query axes, fused={fused}]", got.tensor, want)
+
+
+@pytest.mark.parametrize(
+    ("norm", "formula"),
+    [
+        (ReluAttention(0.3), lambda s: torch.relu(0.3 * s) / s.shape[-1]),
+        (SoftplusAttention(0.3), lambda s: nnf.softplus(0.3 * s) / nnf.softplus(0.3 * s).sum(-1, keepdim=True)),
+    ],
+    ids=["relu", "softplus"],
+)
+@pytest.mark.parametrize("fused", [False, True])
+def test_other_normalisations(
+    record_property: Record, norm: Normalise, formula: Callable[[Tensor], Tensor], fused: bool
+) -> None:
+    q, k, v = torch.randn(4, 7, 8, dtype=F64), torch.randn(4, 5, 8, dtype=F64), torch.randn(4, 5, 6, dtype=F64)
+    got = attention(norm, Field(q, (Seq(), Key())), Field(k, (Mem(), Key())), Field(v, (Mem(), Feat())), fused=fused)
+    scores = torch.einsum("bih,bfh->bif", q, k)
+    want = torch.einsum("bif,bfg->big", formula(scores), v)
+    check(record_property, f"{type(norm).__name__}[fused={fused}]", got.tensor, want)
