@@ -50,9 +50,13 @@ def join(op: str, what_a: str, a: Structure, what_b: str, b: Structure) -> Struc
     try:
         return a.join(b, op)
     except StructureError:
-        raise StructureError(
-            f"{op}: {what_a} {'are' if what_a.endswith('s') else 'is'} {a!r} but {what_b} is {b!r}"
-        ) from None
+        raise StructureError(f"{op}: {what_a} {_verb(what_a)} {a!r} but {what_b} {_verb(what_b)} {b!r}") from None
+
+
+def _verb(what: str) -> str:
+    """``are`` after a plural ("the matrix rows", "the keys' features"), else ``is``."""
+    last = what.rsplit(" ", 1)[-1]
+    return "are" if last.endswith(("s", "s'")) and not last.endswith(("'s", "axis", "bias")) else "is"
 
 
 def _on(s: Structure, x: Tensor, dim: int, target: Structure) -> Tensor:

@@ -155,8 +155,8 @@ def attention(
         ``*I x G``.
     """
     check_compatible("attention", queries, keys, values)
-    join("attention", "the queries' features", queries.structures[-1], "the keys'", keys.structures[1])
-    join("attention", "the keys' positions", keys.structures[0], "the values'", values.structures[0])
+    join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
+    join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
     if fused:
         lowered = _sdpa(normalise, queries, keys, values)
         if lowered is not None:
@@ -170,8 +170,8 @@ def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G])
     causal = normalise.sdpa_causal()
     if causal is None or q.ring != REAL:
         return None
-    h = join("attention", "the queries' features", q.structures[-1], "the keys'", k.structures[1])
-    f = join("attention", "the keys' positions", k.structures[0], "the values'", v.structures[0])
+    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
+    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
     ni = len(q.axes) - 1
     if ni != 1 and causal:
         return None

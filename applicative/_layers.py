@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple
 
 from ._algebra import add, join, linear, pointwise
-from ._field import Field
+from ._field import Field, check_compatible
 from ._structure import Pointwise, Structure
 
 D = TypeVar("D", bound=Structure)
@@ -45,6 +45,7 @@ def layer_norm(
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
             join("layer_norm", f"the {name}", p.structures[0], "the input's last axis", d)
+            check_compatible(f"layer_norm (input, {name})", x, p)
     t = d.layer_norm(
         x.tensor,
         None if weight is None else weight.tensor,

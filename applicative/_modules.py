@@ -178,11 +178,16 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         normalise: Normalise | None = None,
     ) -> Field[S, D]:
         """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``)."""
-        d = self.model
+        d, w = self.model, self.in_proj_weight
         for name, f in (("input", x), ("memory", memory)):
             if f is not None and f.structures[-1] != d:
                 raise StructureError(
                     f"MultiHeadAttention: the {name}'s features are {f.structures[-1]!r} but the model is {d!r}"
+                )
+            if f is not None and (f.dtype, f.device) != (w.dtype, w.device):
+                raise StructureError(
+                    f"MultiHeadAttention: the {name} is {f.dtype} on {f.device} but the parameters are "
+                    f"{w.dtype} on {w.device}; convert with module.to(...) or field.to(...)"
                 )
         nk = self.keys.size
         s_q = x.structures[0]

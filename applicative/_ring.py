@@ -13,6 +13,7 @@ Other rings (tropical max-plus, log) live in :mod:`instances.rings`.
 from __future__ import annotations
 
 import abc
+
 import torch
 from torch import Tensor
 

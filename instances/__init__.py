@@ -1,6 +1,19 @@
 """Structures and rings: vectors, Chebyshev series, trees, distributions; tropical semirings."""
 
+from .chebyshev import Chebyshev, CoefficientSoftmax
 from .rings import MAX_PLUS, MIN_PLUS, MaxPlus, MinPlus
+from .tree import NodeAlgebra, Tree, tree_field
 from .vector import Vector
 
-__all__ = ["MAX_PLUS", "MIN_PLUS", "MaxPlus", "MinPlus", "Vector"]
+__all__ = [
+    "MAX_PLUS",
+    "MIN_PLUS",
+    "Chebyshev",
+    "CoefficientSoftmax",
+    "MaxPlus",
+    "MinPlus",
+    "NodeAlgebra",
+    "Tree",
+    "Vector",
+    "tree_field",
+]

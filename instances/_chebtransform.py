@@ -26,6 +26,11 @@ run on CPU and CUDA, are differentiable, and cost ``O(m log m)`` per series:
     Σ_j v_j cos(π k (2j+1)/(2m)) = Re(e^{-iπk/(2m)} · rfft(v, 2m)_k),
     Σ_k z_k cos(π k (2j+1)/(2m)) = m · irfft(z'_k, 2m)_j,   z'_k = e^{iπk/(2m)} z_k, z'_0 = 2 z_0.
 
+For small transforms (``m <= DENSE_MAX_POINTS``, the Funcformer's sizes) the
+same DCT is applied by default as a cached dense matrix, one ``matmul``: on
+CPU it is 2--15x faster than the FFT there (measured for ``m = 2n - 1``, ``n <= 128``); pass
+``fft=True`` or ``fft=False`` to choose. Both paths are tested against numpy.
+
 float16 and bfloat16 are transformed in float32 (``torch.fft`` has no
 half-precision kernels on CPU) and cast back.
 
@@ -62,6 +67,7 @@ from torch import Tensor
 from applicative import StructureError
 
 __all__ = [
+    "DENSE_MAX_POINTS",
     "coefficients",
     "derivative",
     "evaluate",
@@ -122,14 +128,53 @@ def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device
         return _const(torch.polar(scale, -math.pi * k / (2 * m)), _complex(dtype), device)
 
 
-def values(c: Tensor, dim: int = -1, points: int | None = None) -> Tensor:
-    """Values of Chebyshev series at the first-kind Chebyshev points (a DCT-III by FFT).
+#: transforms with at most this many points use a cached dense DCT matrix by default (``fft=None``)
+DENSE_MAX_POINTS = 256
+
+
+@functools.lru_cache(maxsize=256)
+def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``T_k(t_j)``: shape ``(m, n)``."""
+    with torch.inference_mode(False):
+        j = torch.arange(m, dtype=torch.float64)[:, None]
+        k = torch.arange(n, dtype=torch.float64)[None, :]
+        return _const((-1.0) ** k * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
+
+
+@functools.lru_cache(maxsize=256)
+def _coefficients_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The first ``n`` rows of the inverse of the ``m``-point :func:`_values_matrix`: shape ``(n, m)``."""
+    with torch.inference_mode(False):
+        k = torch.arange(n, dtype=torch.float64)[:, None]
+        j = torch.arange(m, dtype=torch.float64)[None, :]
+        scale = (2.0 - (k == 0).double()) / m * (-1.0) ** k
+        return _const(scale * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
+
+
+def _apply(mat: Tensor, x: Tensor, dim: int) -> Tensor:
+    """``mat`` ``(p, q)`` applied along axis ``dim`` of ``x`` (size ``q`` there, ``p`` after)."""
+    d = dim % x.ndim
+    if d == x.ndim - 1:
+        return x @ mat.transpose(0, 1)
+    if d == x.ndim - 2:
+        return mat @ x
+    return (x.movedim(d, -1) @ mat.transpose(0, 1)).movedim(-1, d)
+
+
+def _use_fft(fft: bool | None, m: int) -> bool:
+    return m > DENSE_MAX_POINTS if fft is None else fft
+
+
+def values(c: Tensor, dim: int = -1, points: int | None = None, *, fft: bool | None = None) -> Tensor:
+    """Values of Chebyshev series at the first-kind Chebyshev points (a DCT-III).
 
     Args:
         c: coefficients, ``n`` along ``dim``.
         dim: the series' axis.
         points: the number ``m >= n`` of points (default ``n``); ``m >= 2n - 1``
             makes the values of products of two series exact.
+        fft: ``True``: one ``irfft`` of length ``2m``; ``False``: a cached dense ``m x n``
+            matrix; ``None`` (default): the matrix up to :data:`DENSE_MAX_POINTS` points.
 
     Returns:
         ``c`` with axis ``dim`` replaced by the ``m`` values ``p(t_j)`` at :func:`points` ``(m)``.
@@ -138,19 +183,24 @@ def values(c: Tensor, dim: int = -1, points: int | None = None) -> Tensor:
     m = n if points is None else points
     if m < n:
         raise StructureError(f"values: {m} points cannot hold a series of {n} terms; pass points >= {n}")
-    x, dtype = _real("values", c.movedim(dim, -1))
+    x, dtype = _real("values", c)
+    if not _use_fft(fft, m):
+        return _apply(_values_matrix(m, n, x.dtype, x.device), x, dim).to(dtype)
+    x = x.movedim(dim, -1)
     z = x * _values_phase(m, n, x.dtype, x.device)  # (..., n) complex
-    v = m * torch.fft.irfft(z, n=2 * m)[..., :m]
+    v: Tensor = m * torch.fft.irfft(z, n=2 * m)[..., :m]
     return v.to(dtype).movedim(-1, dim)
 
 
-def coefficients(v: Tensor, dim: int = -1, size: int | None = None) -> Tensor:
-    """The Chebyshev series interpolating values at the first-kind points (a DCT-II by FFT).
+def coefficients(v: Tensor, dim: int = -1, size: int | None = None, *, fft: bool | None = None) -> Tensor:
+    """The Chebyshev series interpolating values at the first-kind points (a DCT-II).
 
     Args:
         v: values at :func:`points` ``(m)``, ``m`` along ``dim``.
         dim: the values' axis.
         size: keep only the first ``size <= m`` coefficients (default all ``m``).
+        fft: ``True``: one ``rfft`` of length ``2m``; ``False``: a cached dense ``size x m``
+            matrix; ``None`` (default): the matrix up to :data:`DENSE_MAX_POINTS` points.
 
     Returns:
         ``v`` with axis ``dim`` replaced by the coefficients (``m`` or ``size`` of them).
@@ -159,9 +209,12 @@ def coefficients(v: Tensor, dim: int = -1, size: int | None = None) -> Tensor:
     n = m if size is None else size
     if not 1 <= n <= m:
         raise StructureError(f"coefficients: cannot take {n} coefficients from {m} values; pass 1 <= size <= {m}")
-    x, dtype = _real("coefficients", v.movedim(dim, -1))
-    y = torch.fft.rfft(x, n=2 * m)[..., :n]
-    c = (y * _coefficients_phase(m, n, x.dtype, x.device)).real
+    x, dtype = _real("coefficients", v)
+    if not _use_fft(fft, m):
+        return _apply(_coefficients_matrix(m, n, x.dtype, x.device), x, dim).to(dtype)
+    x = x.movedim(dim, -1)
+    y: Tensor = torch.fft.rfft(x, n=2 * m)[..., :n]
+    c: Tensor = (y * _coefficients_phase(m, n, x.dtype, x.device)).real
     return c.to(dtype).movedim(-1, dim)
 
 
@@ -265,7 +318,8 @@ def _derivative64(n: int, order: int) -> Tensor:
         k = torch.arange(n)[None, :]
         d = torch.where((k > j) & ((k - j) % 2 == 1), 2.0 * k.double(), 0.0)
         d[0] /= 2
-        return torch.linalg.matrix_power(d, order)
+        power: Tensor = torch.linalg.matrix_power(d, order)
+        return power
 
 
 @functools.lru_cache(maxsize=256)

@@ -24,6 +24,8 @@ from applicative import Ring
 class MaxPlus(Ring):
     """The tropical semiring ``(max, +)``."""
 
+    exact = True  # max and + are exact on integer-valued floats (and ±inf)
+
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("-inf"))
 
@@ -49,6 +51,8 @@ class MaxPlus(Ring):
 @dataclass(frozen=True)
 class MinPlus(Ring):
     """The tropical semiring ``(min, +)``: shortest paths."""
+
+    exact = True  # min and + are exact on integer-valued floats (and ±inf)
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("inf"))

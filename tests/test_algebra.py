@@ -161,7 +161,7 @@ def test_linear_and_mlp(
     def align(t: Tensor, inner: int) -> Tensor:  # the weight's batch aligns with x's batch, not its typed axes
         return t.reshape(*t.shape[: t.ndim - inner], *([1] * len(lead)), *t.shape[t.ndim - inner :]) if bw else t
 
-    want = torch.einsum(f"...{ls}i,...oi->...{ls}o", x, align(w, 2))
+    want = torch.einsum(f"...{ls}i,...oi->...{ls}o", x, w)
     if bias:
         want = want + align(b, 1)
     got = ap.linear(Field(w, vec(o, i)), Field(b, vec(o)) if bias else None, Field(x, vec(*lead, i)))

@@ -1,0 +1,192 @@
+"""Binary trees as dyadic partitions of ``[0, 1)``: the batched tensor kernels.
+
+A full binary tree is the same thing as a partition of ``[0, 1)`` into aligned
+dyadic intervals ``[k 2^-d, (k + 1) 2^-d)``: the root is ``[0, 1)``, a node's
+children are its two halves, and the leaves, read left to right, are the
+cells of the partition. A leaf at depth ``d`` is a cell of length ``2^-d``.
+
+Stored, per tree, with numerators over ``2^MAX_DEPTH`` (exact ``int64``):
+
+* ``start`` ``(*batch, N)`` -- the sorted left breakpoints of the cells,
+* ``depth`` ``(*batch, N)`` -- each cell's depth,
+
+padded to the batch's largest leaf count ``N`` with ``start = SENTINEL``
+(``= 2^MAX_DEPTH``, past the end of every tree) and ``depth = 0``. Memory is
+linear in the number of leaves, whatever the depth.
+
+The design source's ``pair`` takes the *common refinement* of two trees --
+the smallest tree containing both -- copying a leaf's value down the subtree
+the other tree has in its place. On partitions that is:
+
+* common refinement = the sorted union of the two sets of breakpoints (one
+  batched ``sort``, a duplicate mask and a scatter to compact);
+* a refined leaf's value = the value of the old leaf that contains it, found
+  by ``searchsorted`` (the last old breakpoint ``<=`` the new one) and
+  gathered; its depth = the larger of the two containing leaves' depths.
+
+Everything here is a few batched tensor operations (CPU or CUDA); the only
+host synchronisation is reading the refined tree's padded size.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from applicative import StructureError
+
+#: deepest leaf a tree may have; breakpoints are numerators over ``2^MAX_DEPTH``
+MAX_DEPTH = 62
+#: padding breakpoint: ``2^MAX_DEPTH``, the right end of ``[0, 1)``
+SENTINEL = 1 << MAX_DEPTH
+
+
+def lengths(depth: Tensor) -> Tensor:
+    """Cell lengths ``2^(MAX_DEPTH - depth)`` as ``int64`` numerators."""
+    one = torch.ones((), dtype=torch.int64, device=depth.device)
+    return torch.bitwise_left_shift(one, MAX_DEPTH - depth)
+
+
+def from_depths(depth: Tensor) -> tuple[Tensor, Tensor]:
+    """Breakpoints of trees given by their leaf depths, validated.
+
+    Args:
+        depth: ``(*batch, N)`` integer leaf depths left to right, ``-1`` at
+            (trailing) padding positions.
+
+    Returns:
+        ``(start, depth)`` in the stored form (``SENTINEL`` / ``0`` padding).
+
+    Raises:
+        StructureError: if some row is not the leaf-depth sequence of a full
+            binary tree of depth ``<= MAX_DEPTH``.
+    """
+    if depth.dtype.is_floating_point or depth.dtype.is_complex or depth.dtype == torch.bool:
+        raise StructureError(f"Tree: leaf depths must be an integer tensor, got dtype {depth.dtype}")
+    if depth.ndim < 1 or depth.shape[-1] < 1:
+        raise StructureError(f"Tree: leaf depths need shape (*batch, leaves >= 1), got {tuple(depth.shape)}")
+    depth = depth.to(torch.int64)
+    mask = depth >= 0
+    problems = []
+    if bool((depth < -1).any()) or bool((depth > MAX_DEPTH).any()):
+        problems.append(f"depths must lie in [0, {MAX_DEPTH}] (or be -1 for padding)")
+    elif bool((mask[..., 1:] & ~mask[..., :-1]).any()):
+        problems.append("padding (-1) may only come after all of a tree's leaves")
+    elif not bool(mask[..., 0].all()):
+        problems.append("every tree needs at least one leaf")
+    if problems:
+        raise StructureError(f"Tree: invalid leaf depths {_row_hint(depth)}: {problems[0]}")
+    d = torch.where(mask, depth, MAX_DEPTH)
+    length = torch.where(mask, lengths(d), 0)
+    end = torch.cumsum(length, -1)  # first overflow past 2^62 shows as > SENTINEL or negative
+    start = end - length
+    ok = ((end > 0) & (end <= SENTINEL) & (start % torch.where(mask, length, 1) == 0)) | ~mask
+    total = end[..., -1]
+    if not bool(ok.all()) or not bool((total == SENTINEL).all()):
+        bad = (~ok.all(-1)) | (total != SENTINEL)
+        raise StructureError(
+            f"Tree: leaf depths {_row_hint(depth, bad)} are not those of a full binary tree: "
+            "each leaf of depth d must start at a multiple of 2^-d and the leaves' lengths 2^-d must sum to 1 "
+            "(e.g. [1, 2, 2] is ((.) (. .)); [1, 2] is not a tree)"
+        )
+    return torch.where(mask, start, SENTINEL), torch.where(mask, depth, 0)
+
+
+def _row_hint(depth: Tensor, bad: Tensor | None = None) -> str:
+    rows = depth.reshape(-1, depth.shape[-1])
+    i = 0 if bad is None else int(bad.reshape(-1).nonzero()[0, 0])
+    return f"(row {i}: {rows[i].tolist()})"
+
+
+def containing(start: Tensor, points: Tensor) -> Tensor:
+    """Index of the cell of ``start`` containing each breakpoint of ``points``.
+
+    ``start`` ``(*batch, N)`` and ``points`` ``(*batch, M)`` (batch shapes equal);
+    returns ``(*batch, M)`` ``int64`` indices (clamped into range at padding).
+    """
+    i = torch.searchsorted(start.contiguous(), points.contiguous(), right=True) - 1
+    return i.clamp_(min=0)
+
+
+def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The common refinement of two batches of trees (batch shapes already broadcast to one).
+
+    One sort of the concatenated breakpoints; the leaf of ``a`` containing a
+    merged breakpoint ``u`` is the number of breakpoints of ``a`` that are
+    ``<= u``, minus one -- a running count over the sorted list, read at the
+    last copy of each value.
+
+    Returns:
+        ``(start, index_a, index_b)``: the refined trees' breakpoints, padded to
+        their largest leaf count ``n``, and for each refined leaf the index of
+        the leaf of ``a`` (of ``b``) containing it, ``(*batch, n)``.
+    """
+    na = start_a.shape[-1]
+    u, order = torch.sort(torch.cat([start_a, start_b], -1), -1)  # (*batch, Na + Nb)
+    count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to here
+    width = u.shape[-1]
+    count_b = torch.arange(1, width + 1, device=u.device) - count_a
+    keep = u != SENTINEL
+    keep[..., :-1] &= u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint
+    n = int(keep.sum(-1).max())  # the one host synchronisation: the padded size
+    pos = torch.where(keep, torch.cumsum(keep, -1) - 1, width)  # dropped entries go to a trash slot
+    start = torch.full((*u.shape[:-1], width + 1), SENTINEL, dtype=u.dtype, device=u.device)
+    start.scatter_(-1, pos, u)
+    index = torch.zeros((2, *u.shape[:-1], width + 1), dtype=u.dtype, device=u.device)
+    index.scatter_(-1, pos.expand(2, *pos.shape), torch.stack([count_a, count_b]) - 1)
+    # padding (and the trash slot) index leaf 0
+    index.masked_fill_(start == SENTINEL, 0)
+    return start[..., :n], index[0, ..., :n], index[1, ..., :n]
+
+
+def is_refinement(coarse: Tensor, fine: Tensor) -> Tensor:
+    """Whether each tree of ``fine`` refines the one of ``coarse`` (every breakpoint of ``coarse`` is in ``fine``).
+
+    ``coarse`` ``(*batch, N)``, ``fine`` ``(*batch, M)``; returns ``(*batch,)`` booleans.
+    """
+    i = containing(fine, coarse)
+    hit = torch.gather(fine, -1, i) == coarse
+    return (hit | (coarse == SENTINEL)).all(-1)
+
+
+def aligned(t: Tensor, before: int, after: int) -> Tensor:
+    """Per-tree data ``(*batch, N)`` reshaped to act on an axis with ``before`` axes before it and ``after`` after.
+
+    The tree's batch axes line up with the *leading* axes of the tensor (its
+    untyped batch); any further axes before the tree axis (typed outer axes,
+    attention heads, query positions) see the same tree. Requires ``before >=``
+    the tree's batch rank (see :func:`pad_before`).
+    """
+    q = t.ndim - 1
+    assert before >= q, (before, q)
+    return t.reshape(*t.shape[:-1], *([1] * (before - q)), t.shape[-1], *([1] * after))
+
+
+def pad_before(x: Tensor, d: int, q: int) -> tuple[Tensor, int]:
+    """Insert size-1 axes before axis ``d`` of ``x`` so that at least ``q`` axes precede it."""
+    if d >= q:
+        return x, d
+    return x.reshape(*x.shape[:d], *([1] * (q - d)), *x.shape[d:]), q
+
+
+def broadcast_batch(a: torch.Size, b: torch.Size) -> tuple[int, ...] | None:
+    """Left-aligned broadcast of two tree batch shapes (missing trailing axes count as 1), or ``None``."""
+    n = max(len(a), len(b))
+    pa, pb = (*a, *([1] * (n - len(a)))), (*b, *([1] * (n - len(b))))
+    out = []
+    for x, y in zip(pa, pb, strict=True):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def address_bits(start: Tensor, depth: Tensor, levels: int) -> Tensor:
+    """The path from the root to each leaf: ``+1`` right / ``-1`` left per level, ``0`` below the leaf.
+
+    ``start``, ``depth`` ``(*batch, N)``; returns ``(*batch, N, levels)`` ``int8``.
+    """
+    k = torch.arange(levels, device=start.device)
+    bit = torch.bitwise_right_shift(start.unsqueeze(-1), MAX_DEPTH - 1 - k) & 1  # (*batch, N, levels)
+    inside = k < depth.unsqueeze(-1)
+    return torch.where(inside & (start != SENTINEL).unsqueeze(-1), 2 * bit - 1, 0).to(torch.int8)

@@ -1,0 +1,394 @@
+"""Batches of binary trees: the design source's ``Tree`` applicative, on tensors.
+
+The design source (Part 6)::
+
+    data Tree l = Node (Tree l) (Tree l) | Leaf l
+    pure x = Leaf x
+    pair (Node la ra) (Node lb rb) = Node (pair la lb) (pair ra rb)
+    pair (Node l r)   (Leaf x)     = Node (fmap (,x) l) (fmap (,x) r)
+    pair (Leaf x)     (Node l r)   = Node (fmap (x,) l) (fmap (x,) r)
+    pair (Leaf x)     (Leaf y)     = Leaf (x, y)
+    counit (Node l r) = counit l + counit r;   counit (Leaf x) = x
+
+A :class:`Tree` is one axis of a :class:`~applicative.Field`: a batch of
+trees, ragged across the batch, whose leaves hold the values stored along
+that axis (scalars, or inner structures on the axes after it). Trees are
+dyadic partitions of ``[0, 1)`` (see :mod:`instances._tree_partition`):
+``pair`` is the common refinement -- the merge of two sorted lists of
+breakpoints -- followed by a gather that copies each leaf's value down, so
+``pair``, ``zip_with``, ``fmap`` and ``counit`` are a handful of batched
+tensor operations and memory is linear in the number of leaves.
+
+The counit is a node algebra, chosen per tree (:class:`NodeAlgebra`):
+
+* ``SUM`` -- the design source's ``counit (Node l r) = counit l + counit r``:
+  the counting measure on leaves;
+* ``MEAN`` -- ``counit (Node l r) = (counit l + counit r) / 2``: a leaf at depth
+  ``d`` weighs ``2^-d``, i.e. Lebesgue measure on the partition. It is a
+  probability measure (Kraft: ``Σ 2^-d = 1``) and refinement preserves it, so
+  attention over a ``MEAN`` tree sees the structure through the additive bias
+  ``log w = -d log 2``. Over a ring other than the reals it needs a ``1/2``:
+  idempotent semirings (max-plus, min-plus) have ``1/2 = one``.
+
+Batch alignment. A tree's batch axes line up with the *leading* axes of the
+tensors it acts on (the untyped batch of a field); typed axes between the
+batch and the tree axis -- outer structures, attention heads, query
+positions -- all see the same tree. Two trees' batch shapes broadcast
+left-aligned (missing trailing axes count as 1), so ``unsqueeze_batch(-1)``
+is the identity. A tensor with fewer leading axes than the tree's batch (a
+parameter, say) is shared by every tree.
+
+Padding positions (beyond a tree's leaf count) hold arbitrary values: the
+counit, softmax and attention bias mask them. Fused attention reads them as
+values with weight zero, so keep them finite (they are, when computed by a
+model from finite inputs).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from typing import TypeVar, final
+
+import torch
+from torch import Tensor
+
+from applicative import Field, Real, Ring, Structure, StructureError
+
+from . import _tree_convert as convert
+from ._tree_partition import (
+    MAX_DEPTH,
+    SENTINEL,
+    address_bits,
+    aligned,
+    broadcast_batch,
+    containing,
+    from_depths,
+    is_refinement,
+    merge,
+    pad_before,
+)
+
+L = TypeVar("L")
+
+__all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "tree_field"]
+
+
+class NodeAlgebra(enum.Enum):
+    """How a tree's counit combines the two children of a node."""
+
+    #: ``counit l + counit r`` -- every leaf weighs 1
+    SUM = "sum"
+    #: ``(counit l + counit r) / 2`` -- a leaf at depth ``d`` weighs ``2^-d``
+    MEAN = "mean"
+
+
+@final
+class Tree(Structure):
+    """A batch of binary trees as one field axis of size ``N`` (the largest leaf count).
+
+    Construct from leaf depths (``Tree(depth)``), nested tuples
+    (:meth:`from_nested`) or s-expressions (:meth:`from_sexp`).
+
+    Args:
+        depth: ``(*batch, N)`` integer tensor: each tree's leaf depths, left to
+            right, padded with ``-1``. ``[1, 2, 2]`` is ``(a, (b, c))``.
+        algebra: the counit's node algebra (default ``SUM``).
+
+    Raises:
+        StructureError: if a row is not the leaf depths of a full binary tree.
+    """
+
+    start: Tensor
+    mask: Tensor
+    algebra: NodeAlgebra
+
+    def __init__(self, depth: Tensor, algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
+        start, d = from_depths(depth)
+        self._set(start, d, algebra)
+
+    def _set(self, start: Tensor, depth: Tensor | None, algebra: NodeAlgebra) -> None:
+        self.start, self._depth, self.algebra = start, depth, algebra
+        self.mask = start != SENTINEL
+        self.size = start.shape[-1]
+        # (source, index into the source's leaves) for sources this tree was built to refine
+        self._sources: list[tuple[Tree, Tensor]] = []
+        self._last_join: tuple[Tree, Tree] | None = None
+        self._unsqueezed: dict[int, Tree] = {}
+
+    @classmethod
+    def _of(cls, start: Tensor, depth: Tensor | None, algebra: NodeAlgebra) -> Tree:
+        """A tree from already valid stored tensors (no checks)."""
+        t = cls.__new__(cls)
+        t._set(start, depth, algebra)
+        return t
+
+    @property
+    def depth(self) -> Tensor:
+        """``(*batch, N)`` leaf depths (``0`` at padding).
+
+        A refinement computes it on first use: the deeper of the two leaves
+        containing each refined leaf.
+        """
+        if self._depth is None:
+            batch = tuple(self.batch_shape)
+            (a, ia), (b, ib) = self._sources
+            da = torch.gather(_expand(a.depth, batch), -1, ia)
+            db = torch.gather(_expand(b.depth, batch), -1, ib)
+            self._depth = torch.where(self.mask, torch.maximum(da, db), 0)
+        return self._depth
+
+    # ---- construction and conversion ----------------------------------------
+
+    @classmethod
+    def leaf(
+        cls, batch: Sequence[int] = (), algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
+    ) -> Tree:
+        """Single-leaf trees (the shape of ``pure``), one per batch position."""
+        return cls(torch.zeros((*batch, 1), dtype=torch.int64, device=device), algebra)
+
+    @classmethod
+    def from_nested(
+        cls,
+        trees: Sequence[convert.Nested[L]],
+        algebra: NodeAlgebra = NodeAlgebra.SUM,
+        device: torch.device | str | None = None,
+    ) -> tuple[Tree, list[list[L]]]:
+        """A batch of trees from nested 2-tuples (anything not a tuple is a leaf), and their leaves in order.
+
+        ``Tree.from_nested([((1, 2), 3), 4])`` has batch ``(2,)`` and leaves
+        ``[[1, 2, 3], [4]]``.
+        """
+        leaves, depths = convert.flatten_all(trees, MAX_DEPTH)
+        n = max(len(d) for d in depths)
+        padded = [d + [-1] * (n - len(d)) for d in depths]
+        return cls(torch.tensor(padded, dtype=torch.int64, device=device), algebra), leaves
+
+    @classmethod
+    def from_sexp(
+        cls, texts: Sequence[str], algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
+    ) -> tuple[Tree, list[list[str]]]:
+        """A batch of trees from s-expressions ``"((a b) c)"`` (every list has two items), and their atoms."""
+        return cls.from_nested([convert.parse_sexp(t) for t in texts], algebra, device)
+
+    def leaf_counts(self) -> Tensor:
+        """``(*batch,)`` number of leaves of each tree."""
+        return self.mask.sum(-1)
+
+    def depths(self, index: int | Sequence[int] = ()) -> list[int]:
+        """The leaf depths of one tree (``index`` into the batch)."""
+        i = (index,) if isinstance(index, int) else tuple(index)
+        out: list[int] = self.depth[i][self.mask[i]].tolist()
+        return out
+
+    def to_nested(self, leaves: Sequence[L] | Tensor, index: int | Sequence[int] = ()) -> convert.Nested[L]:
+        """One tree as nested 2-tuples holding ``leaves`` (a sequence, or a tensor ``(N, ...)`` of its values)."""
+        d = self.depths(index)
+        vals = leaves[: len(d)]
+        if isinstance(vals, Tensor):
+            vals = [v.item() if v.ndim == 0 else v for v in vals]
+        return convert.build(d, list(vals))
+
+    def to_sexp(self, leaves: Sequence[object] | Tensor, index: int | Sequence[int] = ()) -> str:
+        """One tree as an s-expression with ``leaves`` printed by ``str``."""
+        return convert.to_sexp(self.to_nested(leaves, index))
+
+    def show(self, leaves: Sequence[object] | Tensor | None = None, index: int | Sequence[int] = ()) -> str:
+        """A readable drawing of one tree (leaves labelled by ``leaves``, or by their depth-first number)."""
+        labels = list(range(len(self.depths(index)))) if leaves is None else leaves
+        return convert.pretty(self.to_nested(labels, index))
+
+    def address(self, levels: int) -> Tensor:
+        """Each leaf's path from the root: ``(*batch, N, levels)``, ``+1`` right / ``-1`` left / ``0`` below the leaf.
+
+        A positional encoding for tree models (``0`` at padding).
+        """
+        if not 0 < levels <= MAX_DEPTH:
+            raise StructureError(f"Tree.address: levels must lie in [1, {MAX_DEPTH}], got {levels}")
+        return address_bits(self.start, self.depth, levels)
+
+    # ---- identity ---------------------------------------------------------------
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.start.shape[:-1]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return (
+            isinstance(other, Tree)
+            and other.algebra is self.algebra
+            and other.start.shape == self.start.shape
+            and other.start.device == self.start.device
+            and bool(torch.equal(other.start, self.start))
+        )
+
+    def __hash__(self) -> int:
+        return hash((Tree, self.algebra, tuple(self.start.shape)))
+
+    def __repr__(self) -> str:
+        return f"Tree({self.algebra.value}, batch={tuple(self.batch_shape)}, leaves<={self.size})"
+
+    def check(self, x: Tensor, dim: int, where: str) -> None:
+        super().check(x, dim, where)
+        d = dim % x.ndim
+        q = min(d, len(self.batch_shape))
+        if broadcast_batch(x.shape[:q], self.batch_shape[:q]) is None:
+            raise StructureError(
+                f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
+                f"{self!r} {tuple(self.batch_shape)} (trees line up with the leading axes of a tensor)"
+            )
+
+    def unsqueeze_batch(self, dim: int) -> Tree:
+        q = len(self.batch_shape)
+        pos = dim if dim >= 0 else q + 1 + dim
+        if not 0 <= pos <= q:
+            raise StructureError(f"{self!r}.unsqueeze_batch: axis {dim} out of range for batch rank {q}")
+        if pos == q:  # a trailing batch axis of size 1 is implicit
+            return self
+        if pos not in self._unsqueezed:
+            t = Tree._of(self.start.unsqueeze(pos), self.depth.unsqueeze(pos), self.algebra)
+            self._unsqueezed[pos] = t
+        return self._unsqueezed[pos]
+
+    # ---- Applicative ----------------------------------------------------------
+
+    def pure(self, x: Tensor, dim: int) -> Tensor:
+        d = dim % (x.ndim + 1)
+        return x.unsqueeze(d).expand(*x.shape[:d], self.size, *x.shape[d:])
+
+    def join(self, other: Structure, op: str) -> Structure:
+        """The common refinement of the two batches of trees."""
+        if not isinstance(other, Tree) or other.algebra is not self.algebra:
+            raise StructureError(
+                f"{op}: cannot pair {self!r} with {other!r}: both must be trees with the same node algebra"
+            )
+        if self._last_join is not None and self._last_join[0] is other:
+            return self._last_join[1]
+        batch = broadcast_batch(self.batch_shape, other.batch_shape)
+        if batch is None:
+            raise StructureError(
+                f"{op}: tree batches {tuple(self.batch_shape)} and {tuple(other.batch_shape)} do not broadcast"
+            )
+        start, ia, ib = merge(_expand(self.start, batch), _expand(other.start, batch))
+        out = Tree._of(start, None, self.algebra)
+        out._sources = [(self, ia), (other, ib)]
+        self._last_join = (other, out)
+        return out
+
+    def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
+        """Copy each leaf's value down to the leaves of ``target`` inside it (``target`` must refine ``self``)."""
+        if target is self:
+            return x
+        if not isinstance(target, Tree) or target.algebra is not self.algebra:
+            raise StructureError(f"cannot refine {self!r} to {target!r}: not a tree with the same node algebra")
+        index = next((i for s, i in target._sources if s is self), None)
+        if index is None:
+            batch = broadcast_batch(self.batch_shape, target.batch_shape)
+            if batch is None or tuple(batch) != tuple(target.batch_shape):
+                raise StructureError(f"cannot refine {self!r} to {target!r}: batch shapes do not match")
+            start = _expand(self.start, batch)
+            if not bool(is_refinement(start, target.start).all()):
+                raise StructureError(f"cannot refine {self!r} to {target!r}: some target tree does not refine it")
+            index = containing(start, target.start)
+        d = dim % x.ndim
+        x, d = pad_before(x, d, index.ndim - 1)
+        idx = aligned(index, d, x.ndim - d - 1)
+        return torch.take_along_dim(x, idx, d)
+
+    # ---- Counit and its fused kernels -------------------------------------------
+
+    def _weights(self, ring: Ring, like: Tensor) -> Tensor | None:
+        """Leaf weights as ring elements ``(*batch, N)``; ``None`` when every leaf weighs ``one``."""
+        if self.algebra is NodeAlgebra.SUM:
+            return None
+        if isinstance(ring, Real):
+            dtype = like.real.dtype if like.is_complex() else like.dtype
+            return torch.exp2(-self.depth.to(dtype))
+        one = ring.one(like.new_zeros(()))
+        if bool(torch.equal(ring.add(one, one), one)):  # idempotent: 1/2 = one
+            return None
+        raise StructureError(
+            f"the depth-weighted (MEAN) tree counit needs 1/2 in the ring; {ring!r} has none "
+            "(use REAL, an idempotent semiring such as MAX_PLUS, or NodeAlgebra.SUM)"
+        )
+
+    def log_weights(self, like: Tensor) -> Tensor:
+        """``log w`` of the leaf measure ``(*batch, N)`` (``-inf`` at padding), in ``like``'s dtype."""
+        zero = torch.zeros((), dtype=like.dtype, device=like.device)
+        logw = zero if self.algebra is NodeAlgebra.SUM else -math.log(2.0) * self.depth.to(like.dtype)
+        return torch.where(self.mask, logw, float("-inf"))
+
+    def _masked(self, x: Tensor, d: int, ring: Ring) -> tuple[Tensor, int]:
+        """``w ⊗ x`` at leaves, ring zero at padding; returns the tensor and the tree axis (negative)."""
+        x, d = pad_before(x, d, len(self.batch_shape))
+        after = x.ndim - d - 1
+        w = self._weights(ring, x)
+        y = x if w is None else ring.mul(aligned(w, d, after), x)
+        return torch.where(aligned(self.mask, d, after), y, ring.zero(x.new_zeros(()))), -(after + 1)
+
+    def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
+        y, d = self._masked(x, dim % x.ndim, ring)
+        return ring.sum(y, d)
+
+    def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+        """``Σ_leaves w a b`` as one masked matmul: ``a`` ``(..., m, n)``, ``b`` ``(..., n, k)``.
+
+        The trees line up with the batch ``...`` of both (not with ``m``).
+        """
+        if not isinstance(ring, Real):
+            return super().contract(a, b, ring)
+        q = len(self.batch_shape)
+        a, da = pad_before(a, a.ndim - 2, q)
+        b, db = pad_before(b, b.ndim - 2, q)
+        w = self._weights(ring, a)
+        if w is not None:
+            a = a * aligned(w, da, 0).unsqueeze(-2)  # (*batch, 1.., 1, n)
+        am = torch.where(aligned(self.mask, da, 0).unsqueeze(-2), a, 0)
+        bm = torch.where(aligned(self.mask, db, 1), b, 0)  # (*batch, 1.., n, 1)
+        return torch.matmul(am, bm)
+
+    def softmax(self, x: Tensor, dim: int) -> Tensor:
+        """``e^x / counit e^x`` with padding given weight zero."""
+        x, d = pad_before(x, dim % x.ndim, len(self.batch_shape))
+        after = x.ndim - d - 1
+        mask = aligned(self.mask, d, after)
+        xm = torch.where(mask, x, float("-inf"))
+        lse = torch.logsumexp(xm + aligned(self.log_weights(x), d, after).nan_to_num(neginf=0.0), d, keepdim=True)
+        return torch.exp(xm - lse)
+
+    def sdpa_factor(self, x: Tensor) -> Tensor | None:
+        w = self._weights(Real(), x)
+        x, d = pad_before(x, x.ndim - 1, len(self.batch_shape))
+        y = x if w is None else x * aligned(w.sqrt(), d, 0)
+        return torch.where(aligned(self.mask, d, 0), y, 0)
+
+    def sdpa_log_measure(self, like: Tensor) -> Tensor | None:
+        """Attention bias ``log w`` over keys ``(..., N)`` for keys ``like`` ``(..., N, k)``; ``-inf`` at padding."""
+        d = like.ndim - 2
+        if d < len(self.batch_shape):
+            raise NotImplementedError
+        return aligned(self.log_weights(like), d, 0)
+
+
+def _expand(t: Tensor, batch: tuple[int, ...]) -> Tensor:
+    """Per-tree data ``(*b, N)`` broadcast left-aligned to ``(*batch, N)``."""
+    q = t.ndim - 1
+    return t.reshape(*t.shape[:-1], *([1] * (len(batch) - q)), t.shape[-1]).expand(*batch, t.shape[-1])
+
+
+def tree_field(
+    trees: Sequence[convert.Nested[float]],
+    algebra: NodeAlgebra = NodeAlgebra.SUM,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> Field[Tree]:
+    """A ``Field[Tree]`` from nested tuples of numbers: tensor ``(batch, N)``, zero at padding."""
+    tree, leaves = Tree.from_nested(trees, algebra, device)
+    t = torch.zeros(len(leaves), tree.size, dtype=dtype, device=device)
+    for i, row in enumerate(leaves):
+        t[i, : len(row)] = torch.tensor(row, dtype=dtype)
+    return Field(t, (tree,))

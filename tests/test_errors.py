@@ -1,0 +1,211 @@
+"""Bad input fails loudly: mismatched structures, shapes, dtypes, devices, rings and non-finite values.
+
+Each error must be a :class:`StructureError` whose message names the
+operation and both structures (or both dtypes/devices/rings) involved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import applicative as ap
+from applicative import Field, StructureError
+from instances import MAX_PLUS, Vector
+from models import DecoderLayer, EncoderLayer
+
+
+class Seq(Vector):
+    size = 5
+
+
+class Model(Vector):
+    size = 8
+
+
+class Hidden(Vector):
+    size = 8  # same size as Model: only the nominal type tells them apart
+
+
+class Head(Vector):
+    size = 4
+
+
+def raises(fn: Callable[[], object], *fragments: str) -> str:
+    """Run ``fn``; it must raise :class:`StructureError` whose message contains every fragment."""
+    with pytest.raises(StructureError) as info:
+        fn()
+    msg = str(info.value)
+    for frag in fragments:
+        assert frag in msg, f"{frag!r} not in error message {msg!r}"
+    return msg
+
+
+x = Field(torch.randn(5, 8), (Seq(), Model()))
+h = Field(torch.randn(5, 8), (Seq(), Hidden()))
+w = Field(torch.randn(8, 8), (Hidden(), Model()))  # Model -> Hidden
+
+
+MISMATCHES: dict[str, tuple[Callable[[], object], str, str, str]] = {
+    "mul_mv": (lambda: ap.mul_mv(w, Field(torch.randn(8), (Hidden(),))), "mul_mv", "Model(8)", "Hidden(8)"),
+    "mul_vm": (lambda: ap.mul_vm(Field(torch.randn(8), (Model(),)), w), "mul_vm", "Model(8)", "Hidden(8)"),
+    "mul_mm": (lambda: ap.mul_mm(x, w), "mul_mm", "Model(8)", "Hidden(8)"),
+    "mul_mmt": (lambda: ap.mul_mmt(w, h), "mul_mmt", "Model(8)", "Hidden(8)"),
+    "dot": (lambda: ap.dot(x, h), "dot", "Model(8)", "Hidden(8)"),
+    "attention keys": (lambda: ap.attention(ap.ScaledSoftmax(), x, h, h), "attention", "Model(8)", "Hidden(8)"),
+    "attention values": (
+        lambda: ap.attention(ap.ScaledSoftmax(), x, x, Field(torch.randn(8, 3), (Model(), Vector(3)))),
+        "attention",
+        "Seq(5)",
+        "Model(8)",
+    ),
+    "attention unfused": (
+        lambda: ap.attention(ap.ScaledSoftmax(), x, h, h, fused=False),
+        "attention",
+        "Model(8)",
+        "Hidden(8)",
+    ),
+    "linear input": (lambda: ap.linear(w, None, h), "linear", "Model(8)", "Hidden(8)"),
+    "linear bias": (lambda: ap.linear(w, Field(torch.randn(8), (Model(),)), x), "linear", "Model(8)", "Hidden(8)"),
+    "mlp": (
+        lambda: ap.mlp(w, Field(torch.randn(8), (Hidden(),)), w, Field(torch.randn(8), (Hidden(),)), torch.relu, x),
+        "linear",
+        "Model(8)",
+        "Hidden(8)",
+    ),
+    "add": (lambda: ap.add(x, h), "add", "Model(8)", "Hidden(8)"),
+    "mul": (lambda: ap.mul(x, h), "mul", "Model(8)", "Hidden(8)"),
+    "add anonymous": (
+        lambda: ap.add(x, Field(torch.randn(5, 8), (Vector(5), Model()))),
+        "add",
+        "Seq(5)",
+        "Vector(5)",
+    ),
+    "zip_with": (
+        lambda: ap.zip_with(ap.dot, x, Field(torch.randn(8, 8), (Hidden(), Model()))),
+        "zip_with",
+        "Seq(5)",
+        "Hidden(8)",
+    ),
+    "layer_norm": (
+        lambda: ap.layer_norm(x, Field(torch.ones(8), (Hidden(),)), None),
+        "layer_norm",
+        "Hidden(8)",
+        "Model(8)",
+    ),
+    "MultiHeadAttention": (
+        lambda: ap.MultiHeadAttention(Model(), Head(), Head(), 2)(h),
+        "MultiHeadAttention",
+        "Hidden(8)",
+        "Model(8)",
+    ),
+    "MultiHeadAttention memory": (
+        lambda: ap.MultiHeadAttention(Model(), Head(), Head(), 2)(x, h),
+        "MultiHeadAttention",
+        "Hidden(8)",
+        "Model(8)",
+    ),
+    "EncoderLayer": (lambda: EncoderLayer(Model(), Vector(16), 2)(h), "MultiHeadAttention", "Hidden(8)", "Model(8)"),
+    "Linear module": (lambda: ap.Linear(Model(), Head())(h), "linear", "Model(8)", "Hidden(8)"),
+    "LayerNorm module": (lambda: ap.LayerNorm(Model())(h), "layer_norm", "Model(8)", "Hidden(8)"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISMATCHES))
+def test_mismatch_names_operation_and_both_structures(case: str) -> None:
+    fn, op, first, second = MISMATCHES[case]
+    msg = raises(fn, first, second)
+    assert msg.startswith(op), f"message should start with the operation {op!r}: {msg!r}"
+
+
+def test_layer_norm_checks_its_input_axis() -> None:
+    """``LayerNorm(Model)`` on ``Seq x Hidden``: the mismatch is reported, not silently normalised."""
+    raises(lambda: ap.LayerNorm(Model())(h), "layer_norm", "the weight is Model(8)", "the input's last axis is Hidden(8)")
+
+
+# ---- Field construction -----------------------------------------------------------------
+
+
+def test_field_wrong_size() -> None:
+    msg = raises(lambda: Field(torch.randn(5, 7), (Seq(), Model())), "Field", "Model(8)")
+    assert re.search(r"\b8\b", msg) and re.search(r"\b7\b", msg) and "(5, 7)" in msg
+
+
+def test_field_too_few_dimensions() -> None:
+    raises(lambda: Field(torch.randn(8), (Seq(), Model())), "Field", "Seq(5)", "Model(8)", "(8,)")
+
+
+def test_field_axis_not_a_structure() -> None:
+    raises(lambda: Field(torch.randn(5, 8), (Seq(), 8)), "Field", "axis 1", "not a Structure")  # type: ignore[arg-type]
+
+
+def test_field_not_a_tensor() -> None:
+    raises(lambda: Field([1.0, 2.0], (Vector(2),)), "torch.Tensor", "list")  # type: ignore[arg-type]
+
+
+def test_vector_declared_size() -> None:
+    raises(lambda: Seq(6), "Seq", "5", "6")
+    raises(lambda: Vector(), "Vector", "size")
+    with pytest.raises(StructureError, match="positive"):
+
+        class Bad(Vector):
+            size = 0
+
+
+# ---- dtypes, devices, rings ---------------------------------------------------------------
+
+
+def test_integer_tensor_rejected_by_ring() -> None:
+    raises(lambda: Field(torch.ones(5, 8, dtype=torch.long), (Seq(), Model())), "Real()", "torch.int64", ".to(")
+    raises(lambda: Field(torch.ones(8, dtype=torch.complex64), (Model(),), MAX_PLUS), "MaxPlus()", "complex64")
+
+
+DTYPE_MIXES: dict[str, Callable[[Field[Seq, Model]], object]] = {
+    "add": lambda y: ap.add(x, y),
+    "mul_mm": lambda y: ap.mul_mm(x, Field(torch.randn(8, 8, dtype=y.dtype, device=y.device), (Model(), Model()))),
+    "mul_mmt": lambda y: ap.mul_mmt(Field(torch.randn(3, 8), (Vector(3), Model())), y),
+    "dot": lambda y: ap.dot(x, y),
+    "linear": lambda y: ap.Linear(Model(), Hidden())(y),
+    "attention": lambda y: ap.attention(ap.ScaledSoftmax(), x, y, y),
+    "layer_norm": lambda y: ap.LayerNorm(Model())(y),
+    "MultiHeadAttention": lambda y: ap.MultiHeadAttention(Model(), Head(), Head(), 2)(y),
+    "DecoderLayer memory": lambda y: DecoderLayer(Model(), Vector(16), 2, norm_first=True)(x, y),
+}
+
+
+@pytest.mark.parametrize("op", list(DTYPE_MIXES))
+def test_dtype_mix(op: str) -> None:
+    raises(lambda: DTYPE_MIXES[op](x.to(torch.float64)), "torch.float32", "torch.float64")
+
+
+@pytest.mark.parametrize("op", list(DTYPE_MIXES))
+def test_device_mix(op: str) -> None:
+    """A second device without a GPU: the ``meta`` device."""
+    raises(lambda: DTYPE_MIXES[op](x.to("meta")), "cpu", "meta")
+
+
+def test_ring_mix() -> None:
+    tropical = Field(x.tensor, x.axes, MAX_PLUS)
+    raises(lambda: ap.add(x, tropical), "add", "Real()", "MaxPlus()")
+    raises(lambda: ap.mul_mm(tropical, Field(torch.randn(8, 8), (Model(), Model()))), "mul_mm", "rings")
+
+
+# ---- non-finite values ---------------------------------------------------------------------
+
+
+def test_check_finite_passes_finite_values_through() -> None:
+    assert x.check_finite() is x
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_check_finite_reports_count_and_first_position(bad: float) -> None:
+    t = torch.randn(2, 5, 8)
+    positions = [(1, 3, 2), (0, 4, 7), (1, 0, 0)]
+    for p in positions:
+        t[p] = bad
+    first = min(positions)  # row-major order
+    f = Field(t, (Seq(), Model()))
+    raises(lambda: f.check_finite("encoder input"), "encoder input", f"{len(positions)} non-finite", str(first), str(bad))
