@@ -111,10 +111,10 @@ def containing(start: Tensor, points: Tensor) -> Tensor:
 def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The common refinement of two batches of trees (batch shapes already broadcast to one).
 
-    One sort of the concatenated breakpoints; the leaf of ``a`` containing a
-    merged breakpoint ``u`` is the number of breakpoints of ``a`` that are
-    ``<= u``, minus one -- a running count over the sorted list, read at the
-    last copy of each value.
+    One sort of the concatenated breakpoints. A merged breakpoint ``u`` goes
+    to slot ``#(distinct breakpoints < u)``; the leaf of ``a`` containing it is
+    ``#(breakpoints of a <= u) - 1`` -- a running count over the sorted list,
+    largest at the last copy of ``u``, hence a scatter with ``amax``.
 
     Returns:
         ``(start, index_a, index_b)``: the refined trees' breakpoints, padded to
@@ -122,21 +122,18 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         the leaf of ``a`` (of ``b``) containing it, ``(*batch, n)``.
     """
     na = start_a.shape[-1]
-    u, order = torch.sort(torch.cat([start_a, start_b], -1), -1)  # (*batch, Na + Nb)
-    count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to here
+    u, order = torch.sort(torch.cat([start_a, start_b], -1), dim=-1, stable=True)  # (*batch, Na + Nb)
+    count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to and including here
+    first = torch.ones_like(u, dtype=torch.bool)
+    first[..., 1:] = u[..., 1:] != u[..., :-1]
+    slot = torch.cumsum(first, -1) - 1  # copies of a breakpoint share a slot
+    n = int((first & (u != SENTINEL)).sum(-1).max())  # the one host synchronisation: the padded size
     width = u.shape[-1]
-    count_b = torch.arange(1, width + 1, device=u.device) - count_a
-    keep = u != SENTINEL
-    keep[..., :-1] &= u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint
-    n = int(keep.sum(-1).max())  # the one host synchronisation: the padded size
-    pos = torch.where(keep, torch.cumsum(keep, -1) - 1, width)  # dropped entries go to a trash slot
-    start = torch.full((*u.shape[:-1], width + 1), SENTINEL, dtype=u.dtype, device=u.device)
-    start.scatter_(-1, pos, u)
-    index = torch.zeros((2, *u.shape[:-1], width + 1), dtype=u.dtype, device=u.device)
-    index.scatter_(-1, pos.expand(2, *pos.shape), torch.stack([count_a, count_b]) - 1)
-    # padding (and the trash slot) index leaf 0
-    index.masked_fill_(start == SENTINEL, 0)
-    return start[..., :n], index[0, ..., :n], index[1, ..., :n]
+    start = torch.full_like(u, SENTINEL).scatter_(-1, slot, u)
+    index_a = torch.zeros_like(u).scatter_reduce_(-1, slot, count_a - 1, "amax")
+    sorted_pos = torch.arange(width, device=u.device)
+    index_b = torch.zeros_like(u).scatter_reduce_(-1, slot, sorted_pos - count_a, "amax")
+    return start[..., :n], index_a[..., :n], index_b[..., :n]
 
 
 def is_refinement(coarse: Tensor, fine: Tensor) -> Tensor:

@@ -72,7 +72,7 @@ from ._tree_partition import (
 
 L = TypeVar("L")
 
-__all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "tree_field"]
+__all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "TreeArbitrary", "tree_field"]
 
 
 class NodeAlgebra(enum.Enum):
@@ -293,10 +293,25 @@ class Tree(Structure):
             if not bool(is_refinement(start, target.start).all()):
                 raise StructureError(f"cannot refine {self!r} to {target!r}: some target tree does not refine it")
             index = containing(start, target.start)
+        return self.take(x, dim, index)
+
+    def take(self, x: Tensor, dim: int, index: Tensor | None) -> Tensor:
+        """Gather along the tree axis ``dim`` of ``x`` at per-tree positions ``index`` ``(*batch, M)``.
+
+        ``index=None`` keeps the real leaves and zeroes the padding (a canonical form for comparisons).
+        """
         d = dim % x.ndim
+        if index is None:
+            x, d = pad_before(x, d, len(self.batch_shape))
+            return torch.where(aligned(self.mask, d, x.ndim - d - 1), x, 0)
         x, d = pad_before(x, d, index.ndim - 1)
         idx = aligned(index, d, x.ndim - d - 1)
-        return torch.take_along_dim(x, idx, d)
+        # gather needs equal ranks and no broadcasting: expand both (views) to the common shape
+        shape = [max(i, j) for i, j in zip(x.shape, idx.shape, strict=True)]
+        shape[d] = x.shape[d]
+        xs = x.expand(shape)
+        shape[d] = idx.shape[d]
+        return torch.gather(xs, d, idx.expand(shape))
 
     # ---- Counit and its fused kernels -------------------------------------------
 
@@ -392,3 +407,7 @@ def tree_field(
     for i, row in enumerate(leaves):
         t[i, : len(row)] = torch.tensor(row, dtype=dtype)
     return Field(t, (tree,))
+
+
+# the law checker's arbitrary lives beside the structure (imported last: it needs Tree)
+from ._tree_arbitrary import TreeArbitrary  # noqa: E402

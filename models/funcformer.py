@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar, cast
+from typing import Generic, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -39,6 +39,22 @@ from .transformer import EncoderLayer, Transformer
 X = TypeVar("X", bound=Structure)
 Y = TypeVar("Y", bound=Structure)
 D = TypeVar("D", bound=Structure)
+F = TypeVar("F", bound=Structure)
+I = TypeVarTuple("I")
+
+
+@dataclass(frozen=True)
+class LinearAttention(Normalise):
+    """``scale * s``: scores used as attention weights unnormalised (a learned integral kernel).
+
+    With scores ``s(x, t)`` over keys ``t``, attention is ``∫ s(x, t) v(t) dt``: signed kernels, as the
+    integral operators of linear PDEs need (softmax kernels are positive and integrate to one).
+    """
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        return scores.with_tensor(scores.tensor * self.scale)
 
 
 @dataclass(frozen=True)

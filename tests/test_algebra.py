@@ -169,7 +169,12 @@ def test_linear_and_mlp(
 
     w2, b2 = rand(seed + 3, i, o), rand(seed + 4, i)
     got_mlp = ap.mlp(
-        Field(w, vec(o, i)), Field(b, vec(o)), Field(w2, vec(i, o)), Field(b2, vec(i)), torch.relu, Field(x, vec(*lead, i))
+        Field(w, vec(o, i)),
+        Field(b, vec(o)),
+        Field(w2, vec(i, o)),
+        Field(b2, vec(i)),
+        torch.relu,
+        Field(x, vec(*lead, i)),
     )
     hidden = torch.relu(want if bias else want + align(b, 1))
     close(got_mlp, torch.einsum(f"...{ls}o,io->...{ls}i", hidden, w2) + b2, vec(*lead, i))

@@ -9,6 +9,7 @@ FFT code under test.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -252,7 +253,7 @@ def test_fmap_relu_converges() -> None:
         c = cheb.coefficients(t64(p(npc.chebpts1(n))), -1)  # p as an n-term series
         got = cheb.evaluate(Chebyshev(n).fmap(torch.relu, c, -1), t64(t)).numpy()
         errors.append(np.sqrt(np.mean((got - np.maximum(p(t), 0)) ** 2)))
-    assert all(b < a for a, b in zip(errors, errors[1:], strict=False)), errors
+    assert all(b < a for a, b in itertools.pairwise(errors)), errors
     assert errors[-1] < errors[0] / 10 and errors[-1] < 5e-3, errors
 
 
@@ -457,3 +458,17 @@ def test_encoder_layer_with_chebyshev_model_trains(normalise: CoefficientSoftmax
     grads = [p.grad for p in layer.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu() -> None:
+    c = torch.tensor(decaying(rng(0), 3, 20, 5))
+    s = Chebyshev(20)
+    for fft in (True, False):
+        got = cheb.values(c.cuda(), -2, 39, fft=fft).cpu()
+        torch.testing.assert_close(got, cheb.values(c, -2, 39, fft=fft), rtol=0, atol=1e-12)
+        back = cheb.coefficients(got.cuda(), -2, 20, fft=fft).cpu()
+        torch.testing.assert_close(back, c, rtol=0, atol=1e-12)
+    x = c.mT.contiguous()
+    torch.testing.assert_close(s.softmax(x.cuda(), -1).cpu(), s.softmax(x, -1))
+    torch.testing.assert_close(s.contract(x.cuda(), c.cuda(), REAL).cpu(), s.contract(x, c, REAL))

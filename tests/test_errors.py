@@ -123,7 +123,9 @@ def test_mismatch_names_operation_and_both_structures(case: str) -> None:
 
 def test_layer_norm_checks_its_input_axis() -> None:
     """``LayerNorm(Model)`` on ``Seq x Hidden``: the mismatch is reported, not silently normalised."""
-    raises(lambda: ap.LayerNorm(Model())(h), "layer_norm", "the weight is Model(8)", "the input's last axis is Hidden(8)")
+    raises(
+        lambda: ap.LayerNorm(Model())(h), "layer_norm", "the weight is Model(8)", "the input's last axis is Hidden(8)"
+    )
 
 
 # ---- Field construction -----------------------------------------------------------------
@@ -208,4 +210,6 @@ def test_check_finite_reports_count_and_first_position(bad: float) -> None:
         t[p] = bad
     first = min(positions)  # row-major order
     f = Field(t, (Seq(), Model()))
-    raises(lambda: f.check_finite("encoder input"), "encoder input", f"{len(positions)} non-finite", str(first), str(bad))
+    raises(
+        lambda: f.check_finite("encoder input"), "encoder input", f"{len(positions)} non-finite", str(first), str(bad)
+    )

@@ -139,9 +139,7 @@ class TorchReference(nn.Module):
             16, heads, 24, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
         )
         self.embed = nn.Linear(6, 16, bias=False, dtype=F64)
-        self.encoder = nn.TransformerEncoder(
-            layer, depth, norm=nn.LayerNorm(16, dtype=F64), enable_nested_tensor=False
-        )
+        self.encoder = nn.TransformerEncoder(layer, depth, norm=nn.LayerNorm(16, dtype=F64), enable_nested_tensor=False)
         self.unembed = nn.Linear(16, 6, bias=False, dtype=F64)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
@@ -203,9 +201,7 @@ def test_attention_vs_sdpa(record_property: Record, fused: bool, causal: bool) -
     k = torch.randn(3, 7, 8, dtype=F64)  # batch (3,) broadcasts against (2, 3)
     v = torch.randn(2, 3, 7, 5, dtype=F64)
     norm: Normalise = CausalSoftmax(scale) if causal else ScaledSoftmax(scale)
-    got = attention(
-        norm, Field(q, (Seq(), Key())), Field(k, (Seq(), Key())), Field(v, (Seq(), Val())), fused=fused
-    )
+    got = attention(norm, Field(q, (Seq(), Key())), Field(k, (Seq(), Key())), Field(v, (Seq(), Val())), fused=fused)
     want = nnf.scaled_dot_product_attention(q, k.expand(2, 3, 7, 8), v, is_causal=causal, scale=scale)
     assert got.structures == (Seq(), Val())
     check(record_property, f"attention[fused={fused},causal={causal}] vs sdpa", got.tensor, want)
@@ -217,7 +213,10 @@ def test_cross_attention_multiple_query_axes(record_property: Record, fused: boo
     q = torch.randn(2, 7, 5, 8, dtype=F64)
     k, v = torch.randn(2, 5, 8, dtype=F64), torch.randn(2, 5, 6, dtype=F64)
     got = attention(
-        ScaledSoftmax(0.5), Field(q, (Seq(), Mem(), Key())), Field(k, (Mem(), Key())), Field(v, (Mem(), Feat())),
+        ScaledSoftmax(0.5),
+        Field(q, (Seq(), Mem(), Key())),
+        Field(k, (Mem(), Key())),
+        Field(v, (Mem(), Feat())),
         fused=fused,
     )
     want = nnf.scaled_dot_product_attention(q.flatten(1, 2), k, v, scale=0.5).unflatten(1, (7, 5))

@@ -61,8 +61,26 @@ class HypothesisDraw:
 
     def tensor(self, shape: tuple[int, ...], elements: Elements, dtype: torch.dtype) -> Tensor:
         n = math.prod(shape)
-        flat = self._draw(st.lists(element_strategy(elements), min_size=n, max_size=n))
-        return torch.tensor(flat, dtype=dtype).reshape(shape)
+        raw = self._draw(st.binary(min_size=n, max_size=n))  # one draw per tensor: fast, still shrinks
+        return decode(raw, elements).to(dtype).reshape(shape)
+
+
+def decode(raw: bytes, elements: Elements) -> Tensor:
+    """Bytes to ring elements, so that a whole tensor is one hypothesis draw.
+
+    Byte ``b`` maps, zig-zag, to ``0, +δ, -δ, +2δ, ...`` clamped to ``[lo, hi]``
+    (so shrinking the bytes shrinks the values towards 0), with ``δ = 1`` for
+    integral elements and ``(hi - lo) / 255`` otherwise; bytes ``>= 248`` are
+    the ``specials`` when there are any.
+    """
+    b = torch.tensor(list(raw), dtype=torch.float64)
+    k = torch.where(b.remainder(2) == 1, (b + 1) / 2, -b / 2)  # zig-zag: 0, 1, -1, 2, -2, ...
+    step = 1.0 if elements.integral else (elements.hi - elements.lo) / 255
+    v = (k * step).clamp(elements.lo, elements.hi)
+    if elements.specials:
+        pick = torch.tensor(elements.specials, dtype=torch.float64)[(b.long() - 248) % len(elements.specials)]
+        v = torch.where(b >= 248, pick, v)
+    return v
 
 
 def arbitrary_of(target: object) -> Arbitrary[Any]:

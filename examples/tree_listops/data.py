@@ -1,0 +1,118 @@
+"""A seeded ListOps-style task: nested ``MAX`` / ``MIN`` / ``MED`` / ``SM`` (sum mod 10) over digits.
+
+An expression is ``[OP a1 ... ak]`` with ``2 <= k <= max_args`` arguments, each
+a digit or (up to ``max_depth`` levels of operators) another expression; its
+value is a digit. ``MED`` is the upper median (``sorted(a)[k // 2]``).
+
+Two views of one expression:
+
+* **flat tokens** (for a sequence model, as in Long Range Arena): ``[OP``
+  opens, digits, ``]`` closes: ``[MAX 2 9 [MIN 4 7 ] 0 ]``;
+* **a binary tree** (for the Treeformer): the expression's tokens without
+  brackets are the leaves, in the same order; a node ``[OP a1 ... ak]`` is
+  ``(OP, args)`` where ``args`` is the balanced binary tree of its arguments.
+  So the operator is the leftmost leaf of its subtree, and the structure the
+  brackets encode is the tree's shape instead.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from instances import NodeAlgebra, Tree
+
+OPS = ("MAX", "MIN", "MED", "SM")
+#: token ids: digits 0-9, then the operators, then ``]`` and padding
+VOCAB = [str(d) for d in range(10)] + list(OPS) + ["]", "<pad>"]
+CLOSE, PAD = VOCAB.index("]"), VOCAB.index("<pad>")
+
+Expr = int | tuple[str, list[Any]]
+
+
+def evaluate(e: Expr) -> int:
+    """The digit an expression denotes."""
+    if isinstance(e, int):
+        return e
+    op, args = e
+    vals = [evaluate(a) for a in args]
+    if op == "MAX":
+        return max(vals)
+    if op == "MIN":
+        return min(vals)
+    if op == "MED":
+        return sorted(vals)[len(vals) // 2]
+    return sum(vals) % 10
+
+
+def random_expr(rng: random.Random, depth: int, max_args: int, p_nest: float) -> Expr:
+    """An operator node with ``2..max_args`` arguments; arguments nest with probability ``p_nest``."""
+    k = rng.randint(2, max_args)
+    args: list[Expr] = [
+        random_expr(rng, depth - 1, max_args, p_nest) if depth > 1 and rng.random() < p_nest else rng.randint(0, 9)
+        for _ in range(k)
+    ]
+    return (rng.choice(OPS), args)
+
+
+def flat_tokens(e: Expr) -> list[int]:
+    """``[OP a1 ... ]`` token ids (the operator token stands for ``[OP``)."""
+    if isinstance(e, int):
+        return [e]
+    op, args = e
+    return [VOCAB.index(op), *(t for a in args for t in flat_tokens(a)), CLOSE]
+
+
+def binary_tree(e: Expr) -> Any:
+    """The expression as nested 2-tuples of token ids: ``(OP, balanced(args))``."""
+    if isinstance(e, int):
+        return e
+    op, args = e
+    return (VOCAB.index(op), _balanced([binary_tree(a) for a in args]))
+
+
+def _balanced(items: list[Any]) -> Any:
+    if len(items) == 1:
+        return items[0]
+    h = len(items) // 2
+    return (_balanced(items[:h]), _balanced(items[h:]))
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of the data: expressions and their values."""
+
+    exprs: list[Expr]
+    labels: Tensor  # (n,) int64
+
+    def __len__(self) -> int:
+        return len(self.exprs)
+
+
+def generate(n: int, seed: int, depth: int = 3, max_args: int = 4, p_nest: float = 0.35) -> Split:
+    """``n`` expressions from a seeded generator."""
+    rng = random.Random(seed)
+    exprs = [random_expr(rng, depth, max_args, p_nest) for _ in range(n)]
+    return Split(exprs, torch.tensor([evaluate(e) for e in exprs]))
+
+
+def tree_batch(exprs: list[Expr], algebra: NodeAlgebra) -> tuple[Tree, Tensor]:
+    """The trees of a batch and their leaf token ids ``(batch, N)`` (``PAD`` at padding)."""
+    tree, leaves = Tree.from_nested([binary_tree(e) for e in exprs], algebra)
+    tokens = torch.full((len(exprs), tree.size), PAD, dtype=torch.long)
+    for i, row in enumerate(leaves):
+        tokens[i, : len(row)] = torch.tensor(row)
+    return tree, tokens
+
+
+def flat_batch(exprs: list[Expr]) -> Tensor:
+    """Flat token ids ``(batch, L)``, right-padded with ``PAD``."""
+    rows = [flat_tokens(e) for e in exprs]
+    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r)
+    return out
