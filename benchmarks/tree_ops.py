@@ -35,8 +35,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from applicative import Field, counit, zip_with  # noqa: E402
-from instances import Tree, tree_field  # noqa: E402
+from applicative import Field, counit, zip_with
+from instances import Tree, tree_field
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l, transcribed ------------------
 

@@ -124,11 +124,11 @@ def _atom(leaf: object) -> str:
 def pretty(tree: Nested[object]) -> str:
     """A drawing of the tree, one node per line::
 
-        ┬
-        ├─┬
-        │ ├─ a
-        │ └─ b
-        └─ c
+    ┬
+    ├─┬
+    │ ├─ a
+    │ └─ b
+    └─ c
     """
     lines: list[str] = []
     stack: list[tuple[object, str, str]] = [(tree, "", "")]

@@ -111,29 +111,32 @@ def containing(start: Tensor, points: Tensor) -> Tensor:
 def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The common refinement of two batches of trees (batch shapes already broadcast to one).
 
-    One sort of the concatenated breakpoints. A merged breakpoint ``u`` goes
-    to slot ``#(distinct breakpoints < u)``; the leaf of ``a`` containing it is
-    ``#(breakpoints of a <= u) - 1`` -- a running count over the sorted list,
-    largest at the last copy of ``u``, hence a scatter with ``amax``.
+    One sort of the concatenated breakpoints (plus one ``SENTINEL`` column, so
+    every row ends in padding). The last copy of each distinct breakpoint is
+    kept, and a scatter records its sorted position ``p`` in its slot; the leaf
+    of ``a`` containing it is ``#(breakpoints of a <= u) - 1``, a running count
+    read at ``p``, and the leaf of ``b`` is ``p - #(breakpoints of a <= u)``.
 
     Returns:
         ``(start, index_a, index_b)``: the refined trees' breakpoints, padded to
         their largest leaf count ``n``, and for each refined leaf the index of
         the leaf of ``a`` (of ``b``) containing it, ``(*batch, n)``.
     """
-    na = start_a.shape[-1]
-    u, order = torch.sort(torch.cat([start_a, start_b], -1), dim=-1, stable=True)  # (*batch, Na + Nb)
+    na, nb = start_a.shape[-1], start_b.shape[-1]
+    end = torch.full((*start_a.shape[:-1], 1), SENTINEL, dtype=start_a.dtype, device=start_a.device)
+    u, order = torch.sort(torch.cat([start_a, start_b, end], -1), dim=-1, stable=True)  # (*batch, W)
     count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to and including here
-    first = torch.ones_like(u, dtype=torch.bool)
-    first[..., 1:] = u[..., 1:] != u[..., :-1]
-    slot = torch.cumsum(first, -1) - 1  # copies of a breakpoint share a slot
-    n = int((first & (u != SENTINEL)).sum(-1).max())  # the one host synchronisation: the padded size
+    last = u != SENTINEL
+    last[..., :-1] &= u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint
+    slot = torch.cumsum(last, -1)
+    n = int(slot[..., -1].max())  # the one host synchronisation: the padded size
     width = u.shape[-1]
-    start = torch.full_like(u, SENTINEL).scatter_(-1, slot, u)
-    index_a = torch.zeros_like(u).scatter_reduce_(-1, slot, count_a - 1, "amax")
-    sorted_pos = torch.arange(width, device=u.device)
-    index_b = torch.zeros_like(u).scatter_reduce_(-1, slot, sorted_pos - count_a, "amax")
-    return start[..., :n], index_a[..., :n], index_b[..., :n]
+    slot = torch.where(last, slot - 1, width)  # dropped entries go to a trash slot
+    p = torch.arange(width, device=u.device).expand_as(u)
+    kept = torch.full((*u.shape[:-1], width + 1), width - 1, dtype=torch.int64, device=u.device)
+    kept = kept.scatter_(-1, slot, p)[..., :n]  # sorted position of each refined leaf; padding: the SENTINEL
+    count = torch.gather(count_a, -1, kept)
+    return torch.gather(u, -1, kept), count - 1, (kept - count).clamp_(max=nb - 1)
 
 
 def is_refinement(coarse: Tensor, fine: Tensor) -> Tensor:

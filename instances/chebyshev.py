@@ -84,6 +84,7 @@ from ._chebtransform import (
 
 __all__ = [
     "Chebyshev",
+    "ChebyshevArbitrary",
     "CoefficientSoftmax",
     "coefficients",
     "derivative",
@@ -270,3 +271,6 @@ class CoefficientSoftmax(Normalise):
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(torch.softmax(scores.tensor * self.scale, -1))
+
+
+from ._chebarbitrary import ChebyshevArbitrary  # noqa: E402 -- it needs Chebyshev defined

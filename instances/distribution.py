@@ -52,7 +52,9 @@ class Distribution(Structure):
     def __init__(self, probs: Tensor | Sequence[float]) -> None:
         p = probs if isinstance(probs, Tensor) else torch.tensor(list(probs), dtype=torch.float64)
         if p.ndim < 1 or p.shape[-1] < 1:
-            raise StructureError(f"Distribution needs at least one outcome, got probabilities of shape {tuple(p.shape)}")
+            raise StructureError(
+                f"Distribution needs at least one outcome, got probabilities of shape {tuple(p.shape)}"
+            )
         if not p.dtype.is_floating_point:
             p = p.to(torch.float64)
         if not bool(torch.isfinite(p).all()):
@@ -186,4 +188,3 @@ class DistributionArbitrary(Arbitrary[Distribution]):
             lambda x, dim: x.index_select(dim, index.to(x.device)),
             f"relabel outcomes {perm} (probabilities move with them)",
         )
-

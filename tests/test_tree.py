@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from applicative import REAL, Field, Structure, StructureError, counit, pointwise, zip_with
+from applicative.laws import check_laws
 from instances import MAX_PLUS, NodeAlgebra, Tree, tree_field
 from instances._tree_convert import parse_sexp, pretty, to_sexp
-from instances.tree import MAX_DEPTH
+from instances.tree import MAX_DEPTH, TreeArbitrary
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l -------------------
 
@@ -324,3 +325,20 @@ def test_dyadic_weights_sum_to_one() -> None:
     tree, _ = Tree.from_nested([((1, 2), (3, (4, 5))), 7], NodeAlgebra.MEAN)
     assert tree.mass(torch.zeros(2, tree.size, dtype=torch.float64)).tolist() == [1.0, 1.0]
     assert math.isinf(float(tree.log_weights(torch.zeros(1))[1, 1]))
+
+
+# ---- the laws (applicative.laws), for both node algebras ---------------------------------
+
+
+@pytest.mark.parametrize("algebra", list(NodeAlgebra))
+def test_tree_is_lawful(algebra: NodeAlgebra) -> None:
+    report = check_laws(TreeArbitrary(algebra), max_examples=5)
+    statuses = {r.law.name: r.status for r in report.results}
+    for name in ("left unit", "associativity", "Fubini S∘S", "contract", "softmax", "keys/values invariant"):
+        assert statuses[name] in ("exact", "approximate"), report.table()
+
+
+@pytest.mark.parametrize("algebra", list(NodeAlgebra))
+def test_tree_is_lawful_over_max_plus(algebra: NodeAlgebra) -> None:
+    report = check_laws(TreeArbitrary(algebra), MAX_PLUS, max_examples=3)
+    assert all(r.status in ("exact", "n/a") for r in report.results), report.table()

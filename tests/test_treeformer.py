@@ -128,3 +128,68 @@ def test_tree_as_feature_structure_matches_vector_features() -> None:
     h_m = net_m.encode(Field(x, (seq, mean))).tensor
     h_v = net_v.encode(Field(x * w, (seq, Vector(5)))).tensor
     torch.testing.assert_close(h_m, h_v)
+
+
+# ---- the ListOps example, short --------------------------------------------------------------
+
+
+def _eval_flat(tokens: list[int]) -> int:
+    """A stack machine over the flat tokens ``[OP a1 ... ]`` (independent of the generator's evaluator)."""
+    from examples.tree_listops.data import CLOSE, OPS
+
+    stack: list[list[int]] = [[]]
+    ops: list[str] = []
+    for t in tokens:
+        if t < 10:
+            stack[-1].append(t)
+        elif t == CLOSE:
+            vals, op = sorted(stack.pop()), ops.pop()
+            r = {"MAX": vals[-1], "MIN": vals[0], "MED": vals[len(vals) // 2], "SM": sum(vals) % 10}[op]
+            stack[-1].append(r)
+        else:
+            ops.append(OPS[t - 10])
+            stack.append([])
+    return stack[0][0]
+
+
+def _eval_tree(t: Any) -> Any:
+    """Evaluate the binary view: ``(OP, args)`` nodes; the argument subtree's leaves are the arguments."""
+    from examples.tree_listops.data import OPS
+
+    def args(u: Any) -> list[int]:
+        if isinstance(u, tuple) and not (isinstance(u[0], int) and u[0] >= 10):
+            return args(u[0]) + args(u[1])
+        return [_eval_tree(u)]
+
+    if not isinstance(t, tuple):
+        return t
+    vals = sorted(args(t[1]))
+    op = OPS[t[0] - 10]
+    return {"MAX": vals[-1], "MIN": vals[0], "MED": vals[len(vals) // 2], "SM": sum(vals) % 10}[op]
+
+
+def test_listops_views_agree_with_the_labels() -> None:
+    from examples.tree_listops.data import binary_tree, flat_tokens, generate, tree_batch
+
+    split = generate(200, seed=3)
+    for e, y in zip(split.exprs, split.labels.tolist(), strict=True):
+        assert _eval_flat(flat_tokens(e)) == y
+        assert _eval_tree(binary_tree(e)) == y
+    tree, tokens = tree_batch(split.exprs[:5], NodeAlgebra.MEAN)
+    for i, e in enumerate(split.exprs[:5]):
+        leaves = [t for t in flat_tokens(e) if t != 14]  # the flat tokens without brackets
+        assert tokens[i, : len(leaves)].tolist() == leaves
+        assert tree.to_nested(leaves, i) == binary_tree(e)
+
+
+def test_listops_example_runs_short() -> None:
+    from examples.tree_listops.__main__ import main
+
+    args = ["--steps", "3", "--train", "64", "--test", "32", "--batch", "8", "--width", "16", "--hidden", "16"]
+    threads = torch.get_num_threads()
+    try:
+        results = main([*args, "--models", "tree-mean,vector"])
+    finally:
+        torch.set_num_threads(threads)
+    assert results["tree-mean"]["params"] == results["vector"]["params"]
+    assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in results.values())

@@ -31,12 +31,12 @@ def _resolve(spec: str) -> tuple[Any, Any]:
 
 
 def _target(module: Any, obj: Any) -> Any:
-    """The structure/arbitrary to check for ``obj`` found in ``module``."""
+    """What to check for ``obj``: for a structure class, the arbitrary ``module`` defines for it (``kind``)."""
     if isinstance(obj, type) and issubclass(obj, Structure):
         for value in vars(module).values():
-            kind = getattr(value, "kind", None)
-            is_arb = isinstance(value, Arbitrary) or (isinstance(value, type) and issubclass(value, Arbitrary))
-            if is_arb and kind is obj and value is not Arbitrary:
+            if isinstance(value, Arbitrary) and value.kind is obj:
+                return value
+            if isinstance(value, type) and issubclass(value, Arbitrary) and value.kind is obj:
                 return value
     return obj
 

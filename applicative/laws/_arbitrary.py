@@ -111,8 +111,8 @@ class Arbitrary(Generic[S]):
     positions and which pairs only with itself.
     """
 
-    #: the structure class this arbitrary draws (used to find it from ``MODULE:Class``)
-    kind: type[Structure] = Structure
+    #: the structure class this arbitrary draws (how ``python -m applicative.laws MODULE:Class`` finds it)
+    kind: type[Structure] | None = None
 
     def structure(self, draw: Draw) -> S:
         """Draw one structure (with its per-example data, if it carries any)."""

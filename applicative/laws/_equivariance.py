@@ -94,8 +94,18 @@ ATTENTION_LAWS = (
     Law("Attention", "keys/values invariant", "attention q (φ k) (φ v) = attention q k v", _kv, _has_iso),
     Law("Attention", "queries equivariant", "attention (φ q) k v = φ (attention q k v)", _queries, _has_iso),
     Law("Attention", "heads invariant", "attention (φ q) (φ k) v = attention q k v, heads on S", _heads, _has_iso),
-    Law("Attention", "fused = generic (S keys)", "attention(fused) = attention(generic), keys on S", _fused_keys,
-        real_only),
-    Law("Attention", "fused = generic (S heads)", "attention(fused) = attention(generic), heads on S", _fused_heads,
-        real_only),
+    Law(
+        "Attention",
+        "fused = generic (S keys)",
+        "attention(fused) = attention(generic), keys on S",
+        _fused_keys,
+        real_only,
+    ),
+    Law(
+        "Attention",
+        "fused = generic (S heads)",
+        "attention(fused) = attention(generic), heads on S",
+        _fused_heads,
+        real_only,
+    ),
 )

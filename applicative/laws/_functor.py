@@ -41,7 +41,7 @@ def pair(case: Case, a: AnyField, b: AnyField) -> AnyField:
     """``pair a b`` for values with inner axes ``Vector(p)``, ``Vector(q)``: ``Vector(p + q)`` inside."""
     p, q = a.structures[-1].size, b.structures[-1].size
     inner = (case.vec(p + q),)
-    return zip_with(lambda u, v: Field(_cat(u.tensor, v.tensor), inner, u.ring), a, b)  # type: ignore[arg-type]
+    return zip_with(lambda u, v: Field(_cat(u.tensor, v.tensor), inner, u.ring), a, b)
 
 
 def _lift(case: Case, fn: Callable[[Tensor], Tensor], p: int) -> Callable[[AnyField], AnyField]:

@@ -18,6 +18,7 @@ from torch import Tensor
 from .._field import Field
 from .._ring import Real, Ring
 from .._structure import Structure
+from .._tensor import broadcast_shape
 from ._arbitrary import Arbitrary, Draw, Elements, Tolerance
 
 AnyField = Field[*tuple[Any, ...]]
@@ -198,7 +199,8 @@ def compare(eq: Equation, arb: Arbitrary[Any], tol: Tolerance) -> Verdict:
     for i, s in enumerate(ls):
         a, b = arb.observe(s, a, i - k), arb.observe(s, b, i - k)
     try:
-        a, b = torch.broadcast_tensors(a, b)
+        shape = broadcast_shape(a.shape, b.shape)
+        a, b = a.expand(shape), b.expand(shape)
     except RuntimeError:
         return Verdict(False, float("inf"), f"shapes differ: lhs {tuple(a.shape)}, rhs {tuple(b.shape)}")
     a, b = a.double(), b.double()

@@ -1,14 +1,14 @@
 """Laws of ``Ring`` (strictly, commutative semirings), elementwise on drawn scalars::
 
-    add associative        (a + b) + c = a + (b + c)
-    add commutative        a + b = b + a
-    zero identity          0 + a = a
-    mul associative        (a · b) · c = a · (b · c)
-    one identity           1 · a = a = a · 1
-    mul commutative        a · b = b · a                  (commutative rings)
-    distributive           a · (b + c) = a·b + a·c,  (b + c) · a = b·a + c·a
-    zero annihilates       0 · a = 0 = a · 0
-    sum is the fold        sum x = foldl (+) 0 x          (the fused override of Ring.sum)
+add associative        (a + b) + c = a + (b + c)
+add commutative        a + b = b + a
+zero identity          0 + a = a
+mul associative        (a · b) · c = a · (b · c)
+one identity           1 · a = a = a · 1
+mul commutative        a · b = b · a                  (commutative rings)
+distributive           a · (b + c) = a·b + a·c,  (b + c) · a = b·a + c·a
+zero annihilates       0 · a = 0 = a · 0
+sum is the fold        sum x = foldl (+) 0 x          (the fused override of Ring.sum)
 """
 
 from __future__ import annotations
@@ -64,19 +64,35 @@ def _commutative(case: Case) -> str | None:
 
 
 RING_LAWS = (
-    _law("add associative", "(a + b) + c = a + (b + c)", 3, lambda r, v: (
-        r.add(r.add(v[0], v[1]), v[2]), r.add(v[0], r.add(v[1], v[2])))),
+    _law(
+        "add associative",
+        "(a + b) + c = a + (b + c)",
+        3,
+        lambda r, v: (r.add(r.add(v[0], v[1]), v[2]), r.add(v[0], r.add(v[1], v[2]))),
+    ),
     _law("add commutative", "a + b = b + a", 2, lambda r, v: (r.add(v[0], v[1]), r.add(v[1], v[0]))),
     _law("zero identity", "0 + a = a", 1, lambda r, v: (r.add(r.zero(v[0]), v[0]), v[0])),
-    _law("mul associative", "(a · b) · c = a · (b · c)", 3, lambda r, v: (
-        r.mul(r.mul(v[0], v[1]), v[2]), r.mul(v[0], r.mul(v[1], v[2])))),
+    _law(
+        "mul associative",
+        "(a · b) · c = a · (b · c)",
+        3,
+        lambda r, v: (r.mul(r.mul(v[0], v[1]), v[2]), r.mul(v[0], r.mul(v[1], v[2]))),
+    ),
     _law("one identity (left)", "1 · a = a", 1, lambda r, v: (r.mul(r.one(v[0]), v[0]), v[0])),
     _law("one identity (right)", "a · 1 = a", 1, lambda r, v: (r.mul(v[0], r.one(v[0])), v[0])),
     _law("mul commutative", "a · b = b · a", 2, lambda r, v: (r.mul(v[0], v[1]), r.mul(v[1], v[0])), _commutative),
-    _law("left distributive", "a · (b + c) = a·b + a·c", 3, lambda r, v: (
-        r.mul(v[0], r.add(v[1], v[2])), r.add(r.mul(v[0], v[1]), r.mul(v[0], v[2])))),
-    _law("right distributive", "(b + c) · a = b·a + c·a", 3, lambda r, v: (
-        r.mul(r.add(v[1], v[2]), v[0]), r.add(r.mul(v[1], v[0]), r.mul(v[2], v[0])))),
+    _law(
+        "left distributive",
+        "a · (b + c) = a·b + a·c",
+        3,
+        lambda r, v: (r.mul(v[0], r.add(v[1], v[2])), r.add(r.mul(v[0], v[1]), r.mul(v[0], v[2]))),
+    ),
+    _law(
+        "right distributive",
+        "(b + c) · a = b·a + c·a",
+        3,
+        lambda r, v: (r.mul(r.add(v[1], v[2]), v[0]), r.add(r.mul(v[1], v[0]), r.mul(v[2], v[0]))),
+    ),
     _law("zero annihilates (left)", "0 · a = 0", 1, lambda r, v: (r.mul(r.zero(v[0]), v[0]), r.zero(v[0]))),
     _law("zero annihilates (right)", "a · 0 = 0", 1, lambda r, v: (r.mul(v[0], r.zero(v[0])), r.zero(v[0]))),
     Law("Ring", "sum is the fold of add", "sum x = foldl (+) 0 x", _fold),

@@ -76,7 +76,7 @@ def decode(raw: bytes, elements: Elements) -> Tensor:
     b = torch.tensor(list(raw), dtype=torch.float64)
     k = torch.where(b.remainder(2) == 1, (b + 1) / 2, -b / 2)  # zig-zag: 0, 1, -1, 2, -2, ...
     step = 1.0 if elements.integral else (elements.hi - elements.lo) / 255
-    v = (k * step).clamp(elements.lo, elements.hi)
+    v = (k * step).clamp(elements.lo, elements.hi) + 0.0  # + 0.0: no -0.0 in counterexamples
     if elements.specials:
         pick = torch.tensor(elements.specials, dtype=torch.float64)[(b.long() - 248) % len(elements.specials)]
         v = torch.where(b >= 248, pick, v)

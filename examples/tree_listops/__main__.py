@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     torch.set_num_threads(a.threads)
     cfg = Config(**{k: getattr(a, k) for k in asdict(Config())})
     train, test = generate(cfg.train, cfg.seed), generate(cfg.test, cfg.seed + 1)
-    counts = torch.bincount(test.labels, minlength=10)
-    print(f"ListOps: {len(train)} train / {len(test)} test; majority-class test accuracy {counts.max() / len(test):.3f}")
+    majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
+    print(f"ListOps: {len(train)} train / {len(test)} test; majority-class test accuracy {majority:.3f}")
     makers: dict[str, Inputs] = {
         "tree-mean": tree_inputs(NodeAlgebra.MEAN, cfg.levels),
         "tree-sum": tree_inputs(NodeAlgebra.SUM, cfg.levels),

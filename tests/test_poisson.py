@@ -1,0 +1,185 @@
+"""The Poisson example: exact solver, data, and the training job (checkpoints, resumption, CLI).
+
+References: analytic solutions (sines, polynomials vanishing on the boundary, differentiated with
+``numpy.polynomial.chebyshev``), ``scipy.linalg.solve_sylvester`` on the collocation system, and a
+scipy sparse finite-difference solve converging at second order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import numpy.polynomial.chebyshev as C
+import pytest
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
+import torch
+
+from examples.poisson import data, train
+from examples.poisson.__main__ import main
+from examples.poisson.config import PRESETS
+from examples.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
+
+
+def _grid(s: PoissonSolver) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.tensor(s.points)
+    return torch.meshgrid(x, x, indexing="ij")
+
+
+@pytest.mark.parametrize(("k", "l"), [(1, 1), (1, 2), (3, 2)])
+def test_sine_solutions(k: int, l: int) -> None:
+    s = PoissonSolver(48)
+    x, y = _grid(s)
+    g = torch.sin(k * math.pi * x) * torch.sin(l * math.pi * y)
+    got = s.solve_values(-(k**2 + l**2) * math.pi**2 * g)
+    assert float((got - g).norm() / g.norm()) <= 1e-10
+
+
+@pytest.mark.parametrize(("a", "b"), [(0, 0), (1, 2), (3, 4), (6, 1)])
+def test_polynomial_solutions_exact_in_coefficients(a: int, b: int) -> None:
+    # g = (1 - x²) x^a (1 - y²) y^b vanishes on the boundary; f = g_xx + g_yy by numpy's chebder
+    gx = C.poly2cheb(np.polymul([1, 0, -1], np.eye(a + 1)[a]))
+    gy = C.poly2cheb(np.polymul([1, 0, -1], np.eye(b + 1)[b]))
+    g = np.outer(gx, gy)
+    f = np.zeros_like(g)
+    f[: len(gx) - 2, :] += np.outer(C.chebder(gx, 2), gy)
+    f[:, : len(gy) - 2] += np.outer(gx, C.chebder(gy, 2))
+    s = PoissonSolver(16)
+    got = s.solve(torch.tensor(f)).numpy()
+    want = np.zeros_like(got)
+    want[: g.shape[0], : g.shape[1]] = g
+    assert np.linalg.norm(got - want) <= 1e-10 * np.linalg.norm(want)
+
+
+def test_fast_diagonalisation_matches_scipy_sylvester() -> None:
+    n = 24
+    d2 = np.linalg.matrix_power(cheb_differentiation(n), 2)[1:-1, 1:-1]
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((3, n + 1, n + 1))
+    got = PoissonSolver(n).solve_values(torch.tensor(f)).numpy()
+    for i in range(3):
+        u = scipy.linalg.solve_sylvester(d2, d2.T, f[i, 1:-1, 1:-1])
+        assert np.abs(got[i, 1:-1, 1:-1] - u).max() <= 1e-10 * np.abs(u).max()
+        assert np.all(got[i, [0, -1], :] == 0) and np.all(got[i, :, [0, -1]] == 0)
+
+
+def _finite_difference(fc: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """5-point Laplacian on the uniform (m+1)² grid, Dirichlet zero; returns interior grid and solution."""
+    h = 2.0 / m
+    t = np.linspace(-1, 1, m + 1)[1:-1]
+    lap1 = scipy.sparse.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(m - 1, m - 1)) / h**2
+    eye = scipy.sparse.identity(m - 1)
+    lap = scipy.sparse.kron(lap1, eye) + scipy.sparse.kron(eye, lap1)
+    rhs = C.chebgrid2d(t, t, fc).ravel()
+    return t, scipy.sparse.linalg.spsolve(lap.tocsc(), rhs).reshape(m - 1, m - 1)
+
+
+def test_finite_differences_converge_to_spectral_solution() -> None:
+    fc = data.random_sources(data.IN_DISTRIBUTION, 1, seed=5)[0]
+    g = PoissonSolver(48).solve(fc).numpy()
+    errs = []
+    for m in (16, 32, 64):
+        t, u = _finite_difference(fc.numpy(), m)
+        errs.append(np.abs(u - C.chebgrid2d(t, t, g)).max() / np.abs(u).max())
+    assert errs[-1] < 2e-3
+    assert errs[0] / errs[1] > 3.5 and errs[1] / errs[2] > 3.5  # second order
+
+
+def test_solution_satisfies_equation_and_boundary() -> None:
+    fc = data.random_sources(data.OUT_OF_DISTRIBUTION, 2, seed=1)
+    g = PoissonSolver(64).solve(fc).numpy()
+    t = np.linspace(-1, 1, 9)
+    for i in range(2):
+        assert np.abs(C.chebgrid2d([-1.0, 1.0], t, g[i])).max() < 1e-12
+        assert np.abs(C.chebgrid2d(t, [-1.0, 1.0], g[i])).max() < 1e-12
+        # residual of Δg - f at Lobatto points of the solve (collocation holds there exactly)
+        x = lobatto_points(64)[1:-1]
+        lap = C.chebgrid2d(x, x, C.chebder(g[i], 2, axis=0)) + C.chebgrid2d(x, x, C.chebder(g[i], 2, axis=1))
+        f = C.chebgrid2d(x, x, fc[i].numpy())
+        assert np.abs(lap - f).max() < 1e-8 * np.abs(f).max()
+
+
+def test_gram_and_norm_against_numpy_quadrature() -> None:
+    n = 9
+    w = data.gram(n).numpy()
+    for k in range(n):
+        for l in range(n):
+            assert w[k, l] == pytest.approx(C.chebval(1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l])))
+                                            - C.chebval(-1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l]))), abs=1e-13)
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((7, 5)), rng.standard_normal((11, 9))
+    xg, wg = np.polynomial.legendre.leggauss(20)
+    diff = np.zeros((11, 9))
+    diff[:7, :5] = a
+    diff -= b
+    want = np.sqrt(np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, diff) ** 2)
+                   / np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, b) ** 2))
+    got = data.relative_l2(torch.tensor(a)[None], torch.tensor(b)[None])[0]
+    assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_sources_seeded_masked_normalised() -> None:
+    spec = data.IN_DISTRIBUTION
+    a, b = data.random_sources(spec, 4, seed=7), data.random_sources(spec, 4, seed=7)
+    assert torch.equal(a, b) and not torch.equal(a, data.random_sources(spec, 4, seed=8))
+    assert torch.all(a[:, spec.active :, :] == 0) and torch.all(a[:, :, spec.active :] == 0)
+    assert torch.allclose(data.l2_norm_sq(a), torch.ones(4, dtype=torch.float64))
+    ood = data.random_sources(data.OUT_OF_DISTRIBUTION, 4, seed=7)
+    assert torch.any(ood[:, -1, :] != 0)  # OOD uses the highest modes too
+
+
+def test_splits_disjoint_and_cached(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    s = data.splits(8, 4, seed=3, n=8, cache=tmp_path)
+    assert s.train.f.shape == (8, 8, 8) and s.test.g.shape == (4, 49, 49)
+    assert not torch.equal(s.train.f[:4], s.test.f)
+    again = data.splits(8, 4, seed=3, n=8, cache=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1 and torch.equal(again.ood.g, s.ood.g)
+
+
+# ---- training ---------------------------------------------------------------
+
+TINY = PRESETS["tiny"]
+
+
+def test_short_training_reduces_loss() -> None:
+    cfg = TINY.replace(steps=60, lr=1e-2, eval_every=30)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    state = train.build(cfg, splits, torch.device("cpu"))
+    before = float(train.errors(state.model, splits.test, torch.device("cpu")).mean())
+    state = train.train(cfg, splits, None, progress=False)
+    after = float(train.errors(state.model, splits.test, torch.device("cpu")).mean())
+    assert after < 0.5 * before
+
+
+def test_resume_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = TINY.replace(checkpoint_every=5)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    straight = train.train(cfg, splits, tmp_path / "a", progress=False)
+    half = train.train(cfg, splits, tmp_path / "b", progress=False, stop_after=cfg.steps // 2)
+    assert half.step == cfg.steps // 2
+    resumed = train.train(cfg, splits, tmp_path / "b", progress=False)
+    assert resumed.step == cfg.steps
+    for (k, p), (_, q) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
+        assert torch.equal(p, q), k
+    assert straight.history == resumed.history
+    with pytest.raises(ValueError, match="different config"):
+        train.train(cfg.replace(lr=0.5), splits, tmp_path / "b", progress=False)
+
+
+def test_command_line_writes_report_and_figure(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--preset", "tiny", "--steps", "4", "--out", str(tmp_path), "--no-progress"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["steps"] == 4 and report["parameters"] > 0
+    assert set(report["held_out_relative_l2"]) == {"mean", "median", "max"}
+    assert (tmp_path / "poisson.png").stat().st_size > 10_000
+    assert "OOD relative L2" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_default_config_reaches_target(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--out", str(tmp_path), "--no-progress"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["held_out_relative_l2"]["mean"] <= 1e-2
