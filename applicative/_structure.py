@@ -154,11 +154,10 @@ class Structure(abc.ABC):
     def softmax(self, x: Tensor, dim: int) -> Tensor:
         """``e^x / counit(e^x)`` along ``dim``: normalised against this structure's measure.
 
-        The default shifts by the maximum of the stored values, which is only a
-        constant shift when values are stored at their positions; structures
-        with another stored basis override this.
+        For stability it first subtracts ``pure m`` -- a constant function, in
+        any stored basis -- with ``m`` the largest stored value.
         """
-        e = self.fmap(torch.exp, x - x.amax(dim, keepdim=True).detach(), dim)
+        e = self.fmap(torch.exp, x - self.pure(x.amax(dim).detach(), dim), dim)
         return e / self.counit(e, dim, REAL).unsqueeze(dim)
 
     def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", type=int, default=64, help="uniform grid points per axis for the FNO and the evaluation")
     p.add_argument("--fno-modes", type=int, default=16)
     p.add_argument("--fno-lr", type=float, default=1e-3)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
     try:
         import neuralop  # noqa: F401
@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         o_ff = grid_rel_l2(on_grid(ff(splits.ood.f).double()), exact_o)
         o_fno = grid_rel_l2((fno(s_in * on_grid(splits.ood.f).float()[:, None]) / s_out)[:, 0].double(), exact_o)
     print(f"budget {budget:.0f}s each, {len(f_c)} training samples, {grid}x{grid} evaluation grid, threads {a.threads}")
-    print(f"funcformer: held-out rel L2 mean {e_ff.mean():.3e} median {e_ff.median():.3e}  OOD mean {o_ff.mean():.3e}  ({steps_ff} steps)")
-    print(f"FNO:        held-out rel L2 mean {e_fno.mean():.3e} median {e_fno.median():.3e}  OOD mean {o_fno.mean():.3e}  ({steps_fno} steps)")
+    row = "{}: held-out rel L2 mean {:.3e} median {:.3e}  OOD mean {:.3e}  ({} steps)"
+    print(row.format("funcformer", e_ff.mean(), e_ff.median(), o_ff.mean(), steps_ff))
+    print(row.format("FNO       ", e_fno.mean(), e_fno.median(), o_fno.mean(), steps_fno))
     ratio = float(e_ff.mean() / e_fno.mean())
     print(f"result: funcformer_over_fno_error_ratio {ratio:.3g} (target <= 0.5)")
     return 0

@@ -106,6 +106,7 @@ def balanced(n: int) -> Any:
 def fresh(f: Field[Tree]) -> Field[Tree]:
     """The same value on a new tree object (so no cached join is reused between repetitions)."""
     t = f.structures[0]
+    assert isinstance(t, Tree)
     return Field(f.tensor, (Tree._of(t.start, t.depth, t.algebra),))
 
 
@@ -116,11 +117,11 @@ def ours(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
 # ---- exact peak of live tensor bytes -----------------------------------------------------------
 
 
-class PeakBytes(TorchDispatchMode):
+class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Tracks the bytes of storages created inside the mode that are alive at once."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.live: dict[int, list[int]] = {}  # data_ptr -> [nbytes, live tensor count]
         self.now = self.peak = 0
 
@@ -146,11 +147,12 @@ class PeakBytes(TorchDispatchMode):
 
 
 def peak_bytes(make: Any, batch: int, leaves: int) -> int:
+    """Peak extra bytes of ``counit (zip_with mul a b)``: ``batch`` copies of ``make(leaves)``, ``make(leaves / 2)``."""
     a = tree_field([make(leaves)] * batch, dtype=torch.float32)
     b = tree_field([make(max(1, leaves // 2))] * batch, dtype=torch.float32)
     with PeakBytes() as m:
         ours(a, b)
-    return m.peak
+    return int(m.peak)
 
 
 def main() -> None:

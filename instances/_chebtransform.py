@@ -60,6 +60,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import ParamSpec
 
 import torch
 from torch import Tensor
@@ -81,6 +83,29 @@ __all__ = [
 ]
 
 _HALF = (torch.float16, torch.bfloat16)
+P = ParamSpec("P")
+
+
+def _constant(build: Callable[P, Tensor]) -> Callable[P, Tensor]:
+    """Cache a builder of constant tensors; under ``torch.compile`` trace the builder itself.
+
+    Dynamo ignores ``lru_cache`` wrappers (with a warning); tracing the cheap
+    builder instead keeps ``fullgraph=True`` working and lets the compiler fold it.
+    """
+    cached: Callable[..., Tensor] = functools.lru_cache(maxsize=256)(build)
+
+    @functools.wraps(build)
+    def get(*args: P.args, **kwargs: P.kwargs) -> Tensor:
+        if torch.compiler.is_compiling():
+            return build(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    return get
+
+
+def _sign(k: Tensor) -> Tensor:
+    """``(-1)^k`` for integral ``k`` (written without ``pow``, which dynamo mis-traces for a negative base)."""
+    return 1.0 - 2.0 * (k % 2)
 
 
 def points(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
@@ -109,22 +134,22 @@ def _const(t: Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
     return t.to(dtype=dtype, device=device)
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _values_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``z'_k / c_k`` for :func:`values`: ``(-1)^k e^{iπk/(2m)}``, with ``2`` at ``k = 0``; shape ``(n,)``."""
     with torch.inference_mode(False):
         k = torch.arange(n, dtype=torch.float64)
-        ph = torch.polar((-1.0) ** k, math.pi * k / (2 * m))
+        ph = torch.polar(_sign(k), math.pi * k / (2 * m))
         ph[0] = 2.0
         return _const(ph, _complex(dtype), device)
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``c_k / rfft(v)_k`` for :func:`coefficients`: ``(2 - δ_k0)/m (-1)^k e^{-iπk/(2m)}``; shape ``(n,)``."""
     with torch.inference_mode(False):
         k = torch.arange(n, dtype=torch.float64)
-        scale = (2.0 - (k == 0).double()) / m * (-1.0) ** k
+        scale = (2.0 - (k == 0).double()) / m * _sign(k)
         return _const(torch.polar(scale, -math.pi * k / (2 * m)), _complex(dtype), device)
 
 
@@ -132,22 +157,22 @@ def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device
 DENSE_MAX_POINTS = 256
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``T_k(t_j)``: shape ``(m, n)``."""
     with torch.inference_mode(False):
         j = torch.arange(m, dtype=torch.float64)[:, None]
         k = torch.arange(n, dtype=torch.float64)[None, :]
-        return _const((-1.0) ** k * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
+        return _const(_sign(k) * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _coefficients_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """The first ``n`` rows of the inverse of the ``m``-point :func:`_values_matrix`: shape ``(n, m)``."""
     with torch.inference_mode(False):
         k = torch.arange(n, dtype=torch.float64)[:, None]
         j = torch.arange(m, dtype=torch.float64)[None, :]
-        scale = (2.0 - (k == 0).double()) / m * (-1.0) ** k
+        scale = (2.0 - (k == 0).double()) / m * _sign(k)
         return _const(scale * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
 
 
@@ -263,14 +288,14 @@ def evaluate_2d(c: Tensor, tx: Tensor, ty: Tensor) -> Tensor:
     return vx @ c @ vy.transpose(0, 1)
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _weights64(n: int) -> Tensor:
     with torch.inference_mode(False):
         k = torch.arange(n, dtype=torch.float64)
         return torch.where(k % 2 == 0, 2.0 / (1.0 - k * k), torch.zeros_like(k))
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _cached_weights(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_weights64(n), dtype, device)
@@ -281,7 +306,7 @@ def integral_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.d
     return _cached_weights(n, dtype, torch.device(device) if device is not None else torch.device("cpu"))
 
 
-@functools.lru_cache(maxsize=64)
+@_constant
 def _metric64(n: int) -> Tensor:
     with torch.inference_mode(False):
         w = _weights64(2 * n)
@@ -289,13 +314,13 @@ def _metric64(n: int) -> Tensor:
         return 0.5 * (w[i[:, None] + i[None, :]] + w[(i[:, None] - i[None, :]).abs()])
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _cached_metric(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_metric64(n), dtype, device)
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _cached_factor(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(torch.linalg.cholesky(_metric64(n)), dtype, device)
@@ -311,7 +336,7 @@ def metric_factor(n: int, dtype: torch.dtype = torch.float64, device: torch.devi
     return _cached_factor(n, dtype, torch.device(device) if device is not None else torch.device("cpu"))
 
 
-@functools.lru_cache(maxsize=64)
+@_constant
 def _derivative64(n: int, order: int) -> Tensor:
     with torch.inference_mode(False):
         j = torch.arange(n)[:, None]
@@ -322,7 +347,7 @@ def _derivative64(n: int, order: int) -> Tensor:
         return power
 
 
-@functools.lru_cache(maxsize=256)
+@_constant
 def _cached_derivative(n: int, order: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_derivative64(n, order), dtype, device)

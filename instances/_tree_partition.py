@@ -128,13 +128,13 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to and including here
     last = u != SENTINEL
     last[..., :-1] &= u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint
-    slot = torch.cumsum(last, -1)
+    slot = torch.cumsum(last, -1)  # 1-based slot of each kept copy
     n = int(slot[..., -1].max())  # the one host synchronisation: the padded size
     width = u.shape[-1]
-    slot = torch.where(last, slot - 1, width)  # dropped entries go to a trash slot
+    slot = torch.where(last, slot, 0)  # dropped entries go to slot 0, a trash slot
     p = torch.arange(width, device=u.device).expand_as(u)
     kept = torch.full((*u.shape[:-1], width + 1), width - 1, dtype=torch.int64, device=u.device)
-    kept = kept.scatter_(-1, slot, p)[..., :n]  # sorted position of each refined leaf; padding: the SENTINEL
+    kept = kept.scatter_(-1, slot, p)[..., 1 : n + 1]  # sorted position of each refined leaf; padding: SENTINEL
     count = torch.gather(count_a, -1, kept)
     return torch.gather(u, -1, kept), count - 1, (kept - count).clamp_(max=nb - 1)
 

@@ -1,5 +1,6 @@
 """Models written once over any structures: the Transformer family."""
 
+from .funcformer import Funcformer, FuncformerConfig, LinearAttention, funcformer
 from .transformer import DecoderLayer, EncoderDecoder, EncoderLayer, Transformer, decoder, encoder, head_structure
 from .treeformer import Readout, tree_features, treeformer
 
@@ -7,10 +8,14 @@ __all__ = [
     "DecoderLayer",
     "EncoderDecoder",
     "EncoderLayer",
+    "Funcformer",
+    "FuncformerConfig",
+    "LinearAttention",
     "Readout",
     "Transformer",
     "decoder",
     "encoder",
+    "funcformer",
     "head_structure",
     "tree_features",
     "treeformer",

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, Normalise, Structure, add, mul_mmt
+from instances import Chebyshev, Vector
 
 from .transformer import EncoderLayer, Transformer
 
@@ -100,7 +101,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         features: Y,
         model: D,
         hidden: Structure,
-        config: FuncformerConfig = FuncformerConfig(),  # noqa: B008 -- frozen, so sharing is harmless
+        config: FuncformerConfig = FuncformerConfig(),
         *,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
@@ -148,3 +149,23 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
 
     def __call__(self, u: Field[X, Y]) -> Field[X, Y]:
         return cast("Field[X, Y]", super().__call__(u))
+
+
+def funcformer(
+    modes: int,
+    model: D,
+    hidden: Structure | None = None,
+    config: FuncformerConfig = FuncformerConfig(),
+    *,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> Funcformer[Chebyshev, Chebyshev, D]:
+    """A Funcformer on ``Chebyshev(modes) x Chebyshev(modes)`` functions with model structure ``model``.
+
+    ``hidden`` defaults to ``Vector(2 * model.size)``. Declare nominal axes
+    (``class X(Chebyshev): size = 16``) and call :class:`Funcformer` to have mypy tell ``x`` from ``y``.
+    """
+    s = Chebyshev(modes)
+    return Funcformer(
+        s, s, model, hidden if hidden is not None else Vector(2 * model.size), config, dtype=dtype, device=device
+    )

@@ -27,8 +27,8 @@ import applicative as ap
 from applicative import REAL, Field, ScaledSoftmax, Structure, StructureError
 from applicative.laws import LAWS, LawError, check_laws
 from instances import MAX_PLUS, Chebyshev, CoefficientSoftmax, Vector
-from instances.chebyshev import ChebyshevArbitrary
 from instances import chebyshev as cheb
+from instances.chebyshev import ChebyshevArbitrary
 from models import EncoderLayer
 
 F64 = torch.float64
@@ -478,11 +478,11 @@ def test_cuda_matches_cpu() -> None:
 
 # ---- the law checker ----------------------------------------------------------------------------
 
-# Two laws the current core breaks for a basis that is not positions (see the module docstring of
-# instances.chebyshev): Structure.softmax shifts by the maximum *coefficient*, which is not a constant
-# shift of the function, and attention normalises each coefficient row of the queries instead of each
-# query point. Both hold once the core applies those steps through ``fmap``.
-_CORE_GAPS = {("Fusion", "softmax"), ("Attention", "queries equivariant")}
+# A law the current core breaks for a basis that is not positions: attention normalises each
+# coefficient row of the queries instead of each query point, so a constant query function does not
+# give a constant output (a zero coefficient row gets uniform weights). It holds once the core applies
+# the normalisation through ``fmap`` over the queries' structures.
+_CORE_GAPS = {("Attention", "queries equivariant")}
 
 
 def test_laws() -> None:
@@ -492,6 +492,6 @@ def test_laws() -> None:
     assert any(r.subspaces for r in report.results)
 
 
-@pytest.mark.xfail(raises=LawError, strict=True, reason="core applies softmax per coefficient row (see _CORE_GAPS)")
+@pytest.mark.xfail(raises=LawError, strict=True, reason="core normalises per coefficient row (see _CORE_GAPS)")
 def test_laws_the_core_breaks() -> None:
     check_laws(ChebyshevArbitrary(), laws=[law for law in LAWS if (law.area, law.name) in _CORE_GAPS], max_examples=10)

@@ -107,16 +107,21 @@ def test_gram_and_norm_against_numpy_quadrature() -> None:
     w = data.gram(n).numpy()
     for k in range(n):
         for l in range(n):
-            assert w[k, l] == pytest.approx(C.chebval(1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l])))
-                                            - C.chebval(-1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l]))), abs=1e-13)
+            assert w[k, l] == pytest.approx(
+                C.chebval(1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l])))
+                - C.chebval(-1, C.chebint(C.chebmul(np.eye(n)[k], np.eye(n)[l]))),
+                abs=1e-13,
+            )
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((7, 5)), rng.standard_normal((11, 9))
     xg, wg = np.polynomial.legendre.leggauss(20)
     diff = np.zeros((11, 9))
     diff[:7, :5] = a
     diff -= b
-    want = np.sqrt(np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, diff) ** 2)
-                   / np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, b) ** 2))
+    want = np.sqrt(
+        np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, diff) ** 2)
+        / np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, b) ** 2)
+    )
     got = data.relative_l2(torch.tensor(a)[None], torch.tensor(b)[None])[0]
     assert float(got) == pytest.approx(want, rel=1e-12)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from applicative import REAL, Field, Structure, StructureError, counit, pointwise, zip_with
@@ -155,6 +155,7 @@ def test_counit_matches_reference(ts: list[Any]) -> None:
         assert counit(top).tensor.tolist() == [ref_counit(ref_of(t), max) for t in ts]
 
 
+@settings(max_examples=20)
 @given(tree_batches())
 def test_mean_counit_is_invariant_under_refinement(batch: tuple[list[Any], list[Any]]) -> None:
     """Copying a leaf down preserves its integral against the dyadic (Lebesgue) measure."""
@@ -332,7 +333,7 @@ def test_dyadic_weights_sum_to_one() -> None:
 
 @pytest.mark.parametrize("algebra", list(NodeAlgebra))
 def test_tree_is_lawful(algebra: NodeAlgebra) -> None:
-    report = check_laws(TreeArbitrary(algebra), max_examples=5)
+    report = check_laws(TreeArbitrary(algebra), max_examples=4)
     statuses = {r.law.name: r.status for r in report.results}
     for name in ("left unit", "associativity", "Fubini S∘S", "contract", "softmax", "keys/values invariant"):
         assert statuses[name] in ("exact", "approximate"), report.table()

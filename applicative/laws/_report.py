@@ -12,6 +12,13 @@ if TYPE_CHECKING:
     from ._law import Law
 
 
+def _subspace_note(subspaces: tuple[str, ...]) -> str:
+    if not subspaces:
+        return ""
+    more = f" (+{len(subspaces) - 1} more)" if len(subspaces) > 1 else ""
+    return f"checked on a subspace: {subspaces[-1]}{more}"
+
+
 @dataclass(frozen=True)
 class LawResult:
     """One law's outcome: ``exact``, ``approximate``, ``fail`` or ``n/a``.
@@ -56,7 +63,7 @@ class LawReport:
         rows = [("area", "law", "result", "tolerance", "max |lhs-rhs|", "note")]
         for r in self.results:
             err = "" if r.status in ("n/a", "fail") else f"{r.max_error:.2g}"
-            note = r.reason or "; ".join(f"checked on {s}" for s in r.subspaces)
+            note = r.reason or _subspace_note(r.subspaces)
             tol = "" if r.status == "n/a" else str(r.tolerance)
             rows.append((r.law.area, r.law.name, r.status, tol, err, note))
         widths = [max(len(row[i]) for row in rows) for i in range(5)]

@@ -56,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, cache=a.cache)
     print(f"config: {config}")
-    print(f"data: {len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD ({time.perf_counter() - t0:.1f}s)")
+    print(
+        f"data: {len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
+        f"({time.perf_counter() - t0:.1f}s)"
+    )
     try:
         state = train.train(config, splits, a.out, device, progress=not a.no_progress)
     except KeyboardInterrupt as e:

@@ -7,11 +7,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from torch import Tensor  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
+from torch import Tensor
 
-from .solver import evaluate_2d  # noqa: E402
+from .solver import evaluate_2d
 
 
 def figure(f: Tensor, g: Tensor, pred: Tensor, path: Path, points: int = 101) -> None:

@@ -62,7 +62,9 @@ class PoissonModel(nn.Module):
         self.x, self.y = X(n), Y(n)
         model = Vector(config.width) if config.model == "vector" else Chebyshev(config.width)
         key_size = config.width // config.heads if config.model == "vector" else config.width
-        cfg = FuncformerConfig(heads=config.heads, depth=config.depth, normalise=_normalise(config, key_size), eps=config.eps)
+        cfg = FuncformerConfig(
+            heads=config.heads, depth=config.depth, normalise=_normalise(config, key_size), eps=config.eps
+        )
         self.net: Funcformer[X, Y, Vector | Chebyshev] = Funcformer(
             self.x, self.y, model, Vector(config.hidden), cfg, dtype=dtype
         )
