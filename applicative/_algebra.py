@@ -134,6 +134,24 @@ def _fmap_all(f: Pointwise, t: Tensor, axes: tuple[Structure, ...], k: int) -> T
     return axes[k].fmap(lambda u: _fmap_all(f, u, axes, k + 1), t, k - len(axes))
 
 
+def fmap_last(f: Pointwise, t: Tensor, axes: tuple[Structure, ...]) -> Tensor:
+    """Apply ``f`` (acting on the last axis) at every position of the leading typed ``axes[:-1]``.
+
+    ``fmap (fmap ... f)`` over the outer structures: the identity wrapper for
+    vectors; for a structure stored in another basis (Chebyshev coefficients)
+    ``f`` runs on its positions, so a normalisation along the last axis is
+    applied at each point ``x`` of an outer function, not to each coefficient row.
+    """
+    n = len(axes)
+
+    def go(u: Tensor, k: int) -> Tensor:
+        if k == n - 1:
+            return f(u)
+        return axes[k].fmap(lambda v: go(v, k + 1), u, k - n)
+
+    return go(t, 0)
+
+
 def _zip_all(f: Pointwise2, a: Tensor, b: Tensor, axes: tuple[Structure, ...], k: int) -> Tensor:
     if k == len(axes):
         return f(a, b)

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from ._algebra import _on, join, mul_mm, mul_mmt
+from ._algebra import _on, fmap_last, join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
 from ._ring import REAL
@@ -157,12 +157,18 @@ def attention(
     check_compatible("attention", queries, keys, values)
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
-    if fused:
-        lowered = _sdpa(normalise, queries, keys, values)
-        if lowered is not None:
-            return lowered
-    scores = mul_mmt(keys, queries)  # *I x F
-    return mul_mm(normalise(scores), values)
+
+    def attend(tq: Tensor) -> Tensor:
+        # the queries at one position each of their outer structures (fmap over *I)
+        q = Field(tq, queries.axes, queries.ring)
+        if fused:
+            lowered = _sdpa(normalise, q, keys, values)
+            if lowered is not None:
+                return lowered.tensor
+        return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
+
+    t = fmap_last(attend, queries.tensor, queries.structures)
+    return cast("Field[*I, G]", Field(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
 def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple
 
-from ._algebra import add, join, linear, pointwise
+from ._algebra import add, fmap_last, join, linear, pointwise
 from ._field import Field, check_compatible
 from ._structure import Pointwise, Structure
 
@@ -46,13 +46,8 @@ def layer_norm(
         if p is not None:
             join("layer_norm", f"the {name}", p.structures[0], "the input's last axis", d)
             check_compatible(f"layer_norm (input, {name})", x, p)
-    t = d.layer_norm(
-        x.tensor,
-        None if weight is None else weight.tensor,
-        None if bias is None else bias.tensor,
-        eps,
-    )
-    return x.with_tensor(t)
+    w, b = (None if weight is None else weight.tensor), (None if bias is None else bias.tensor)
+    return x.with_tensor(fmap_last(lambda t: d.layer_norm(t, w, b, eps), x.tensor, x.structures))
 
 
 def residual(f: Callable[[Field[*A]], Field[*A]], x: Field[*A]) -> Field[*A]:

@@ -1,6 +1,7 @@
 """Structures and rings: vectors, Chebyshev series, trees, distributions; tropical semirings."""
 
 from .chebyshev import Chebyshev, CoefficientSoftmax
+from .distribution import Distribution, DistributionArbitrary
 from .rings import MAX_PLUS, MIN_PLUS, MaxPlus, MinPlus
 from .tree import NodeAlgebra, Tree, tree_field
 from .vector import Vector
@@ -10,6 +11,8 @@ __all__ = [
     "MIN_PLUS",
     "Chebyshev",
     "CoefficientSoftmax",
+    "Distribution",
+    "DistributionArbitrary",
     "MaxPlus",
     "MinPlus",
     "NodeAlgebra",

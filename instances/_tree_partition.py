@@ -19,10 +19,13 @@ the smallest tree containing both -- copying a leaf's value down the subtree
 the other tree has in its place. On partitions that is:
 
 * common refinement = the sorted union of the two sets of breakpoints (one
-  batched ``sort``, a duplicate mask and a scatter to compact);
-* a refined leaf's value = the value of the old leaf that contains it, found
-  by ``searchsorted`` (the last old breakpoint ``<=`` the new one) and
-  gathered; its depth = the larger of the two containing leaves' depths.
+  batched ``sort`` of the concatenation, a duplicate mask, one scatter to
+  compact);
+* a refined leaf's value = the value of the old leaf that contains it, whose
+  index is a running count over the sorted union (how many old breakpoints
+  are ``<=`` the new one, minus one), then gathered; its depth = the larger
+  of the two containing leaves' depths (computed only when asked for).
+  Refining onto a tree not built by a merge uses ``searchsorted`` instead.
 
 Everything here is a few batched tensor operations (CPU or CUDA); the only
 host synchronisation is reading the refined tree's padded size.

@@ -142,3 +142,9 @@ def test_linear_parts_are_resolution_consistent() -> None:
     torch.testing.assert_close(out12[:, :8, :8], out, rtol=1e-10, atol=1e-12)
     tol = 1e-10 * float(out.abs().max())
     assert out12[:, 8:, :].abs().max() < tol and out12[:, :, 8:].abs().max() < tol
+
+
+def test_without_positions_it_is_the_generic_transformer() -> None:
+    net = Funcformer(X(6), Y(6), Chebyshev(4), Vector(8), FuncformerConfig(heads=1, depth=2, positional=False))
+    u = Field(torch.randn(2, 6, 6), (X(6), Y(6)))
+    torch.testing.assert_close(net(u).tensor, net.transformer(u).tensor, rtol=0, atol=0)

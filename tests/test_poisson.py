@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 
 import numpy as np
 import numpy.polynomial.chebyshev as C
@@ -150,7 +152,7 @@ TINY = PRESETS["tiny"]
 
 
 def test_short_training_reduces_loss() -> None:
-    cfg = TINY.replace(steps=60, lr=1e-2, eval_every=30)
+    cfg = TINY.replace(steps=40, lr=1e-2, eval_every=20)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     state = train.build(cfg, splits, torch.device("cpu"))
     before = float(train.errors(state.model, splits.test, torch.device("cpu")).mean())
@@ -159,17 +161,25 @@ def test_short_training_reduces_loss() -> None:
     assert after < 0.5 * before
 
 
-def test_resume_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cfg = TINY.replace(checkpoint_every=5)
+def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = TINY.replace(checkpoint_every=7)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     straight = train.train(cfg, splits, tmp_path / "a", progress=False)
-    half = train.train(cfg, splits, tmp_path / "b", progress=False, stop_after=cfg.steps // 2)
-    assert half.step == cfg.steps // 2
+
+    def ctrl_c(state: train.State) -> None:
+        if state.step == cfg.steps // 2:
+            os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C: finish the step, checkpoint, stop
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train(cfg, splits, tmp_path / "b", progress=False, on_step=ctrl_c)
+    half = torch.load(tmp_path / "b" / train.CHECKPOINT, weights_only=False)
+    assert half["step"] == cfg.steps // 2
     resumed = train.train(cfg, splits, tmp_path / "b", progress=False)
     assert resumed.step == cfg.steps
     for (k, p), (_, q) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
         assert torch.equal(p, q), k
     assert straight.history == resumed.history
+    assert not list((tmp_path / "b").glob("*.tmp"))
     with pytest.raises(ValueError, match="different config"):
         train.train(cfg.replace(lr=0.5), splits, tmp_path / "b", progress=False)
 

@@ -193,3 +193,24 @@ def test_listops_example_runs_short() -> None:
         torch.set_num_threads(threads)
     assert results["tree-mean"]["params"] == results["vector"]["params"]
     assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in results.values())
+
+
+def test_attention_over_trees_lowers_to_one_sdpa_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused path runs: one ``scaled_dot_product_attention`` with the tree's ``log w`` bias."""
+    import torch.nn.functional as nnf
+
+    calls: list[torch.Tensor | None] = []
+    sdpa = nnf.scaled_dot_product_attention
+
+    def spy(*args: Any, **kwargs: Any) -> torch.Tensor:
+        calls.append(kwargs.get("attn_mask"))
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(nnf, "scaled_dot_product_attention", spy)
+    tree, x = _inputs(NodeAlgebra.MEAN)
+    mha = MultiHeadAttention(Vector(8), Vector(4), Vector(4), 2, dtype=torch.float64)
+    mha(Field(x, (tree, Vector(8))))
+    assert len(calls) == 1 and calls[0] is not None
+    bias = calls[0][:, 0, 0]  # (batch, N): log 2^-depth at leaves, -inf at padding
+    expected = torch.where(tree.mask, -math.log(2.0) * tree.depth.to(torch.float64), float("-inf"))
+    torch.testing.assert_close(bias, expected)

@@ -24,10 +24,20 @@ The unit laws use ``pure x`` for a drawn ``x`` (``pair (pure x) b = fmap (x,·) 
 ``x = ()`` is the textbook form), which is what exposes a ``pure`` that does
 not fit the structure it is paired with.
 
+Entry points: :func:`check_laws` (inside pytest; raises :class:`LawError` naming
+each violated law, its tolerance and the shrunk counterexample),
+:func:`run_laws` (returns a :class:`LawReport`; ``report.table()``), and
+``python -m applicative.laws MODULE:NAME [--ring MODULE:NAME] [--examples N]``.
+Strategies for users' own tests: :func:`fields`, :func:`structures`,
+:func:`element_strategy`.
+
 Equality is observational: two values are equal when their structures are
 equal (``==``) and the tensors an :class:`Arbitrary` *observes* agree within
 the :class:`Tolerance` -- exact for exact rings (the tropical rings on
-integer-valued floats), ``rtol``/``atol`` otherwise. Laws run in float64.
+integer-valued floats), ``rtol``/``atol`` otherwise (:data:`FLOAT_TOLERANCE`,
+``1e-9`` in float64). A law that held to the last bit on every example is
+reported *exact*, one that needed its tolerance *approximate* (with the
+largest deviation seen). Laws run in float64.
 
 How a structure supplies "how to draw one" (the protocol for structure authors)
 -----------------------------------------------------------------------------

@@ -75,7 +75,7 @@ class Case:
     elements: Elements
     draw: Draw
     commutative: bool
-    inputs: list[tuple[str, str]] = field(default_factory=list)
+    inputs: list[tuple[str, object]] = field(default_factory=list)
     subspaces: set[str] = field(default_factory=set)
     _s: Structure | None = None
 
@@ -84,15 +84,20 @@ class Case:
         """The structure under test, drawn once per example."""
         if self._s is None:
             self._s = self.arb.structure(self.draw)
-            self.note("structure", repr(self._s))
+            self.note("structure", self._s)
         return self._s
 
     @property
     def batch(self) -> tuple[int, ...]:
         return self.arb.batch_shape(self.s)
 
-    def note(self, label: str, what: str) -> None:
+    def note(self, label: str, what: object) -> None:
+        """Record an input; formatted (tensors as nested lists) only if the law fails."""
         self.inputs.append((label, what))
+
+    def describe(self) -> str:
+        """The recorded inputs, one per line."""
+        return "\n".join(f"    {label} = {_show(what)}" for label, what in self.inputs)
 
     def vec(self, n: int) -> Structure:
         """An anonymous ``Vector(n)`` (the inner type ``R^n`` of values)."""
@@ -103,13 +108,13 @@ class Case:
     def partner(self) -> Structure:
         t = self.arb.partner(self.s, self.draw)
         if t is not self.s:
-            self.note("partner", repr(t))
+            self.note("partner", t)
         return t
 
     def unit(self) -> Structure:
         t = self.arb.unit(self.s, self.draw)
         if t is not self.s:
-            self.note("pure builds", repr(t))
+            self.note("pure builds", t)
         return t
 
     def value(self, label: str, axes: tuple[Structure, ...], degree: int | None = 1) -> AnyField:
@@ -123,7 +128,7 @@ class Case:
     def raw(self, label: str, axes: tuple[Structure, ...], degree: int | None = 1) -> Tensor:
         """Draw an unbatched tensor laid out like a value with ``axes`` (a weight matrix), not checked as a field."""
         t = self.arb.value(axes, self.draw, (), self.elements, degree)
-        self.note(label, f"{list(axes)!r} {t.tolist()}")
+        self.note(label, (list(axes), t))
         return t
 
     def _value(self, label: str, axes: tuple[Structure, ...], degree: int | None, batch: tuple[int, ...]) -> AnyField:
@@ -133,7 +138,7 @@ class Case:
             if where is not None:
                 self.subspaces.add(where)
         x = Field(t, axes, self.ring)
-        self.note(label, f"{list(axes)!r} {t.tolist()}")
+        self.note(label, (list(axes), t))
         return x
 
     def inner(self, label: str, p: int, degree: int | None = 1) -> AnyField:
@@ -143,12 +148,12 @@ class Case:
     def scalar(self, label: str) -> Tensor:
         """A batch of ring elements, shape ``batch``."""
         t = self.draw.tensor(self.batch, self.elements, torch.float64)
-        self.note(label, f"{t.tolist()}")
+        self.note(label, t)
         return t
 
     def size(self, label: str, lo: int = 1, hi: int = 3) -> int:
         n = self.draw.integers(lo, hi)
-        self.note(label, str(n))
+        self.note(label, n)
         return n
 
     def function(self, label: str, allow_transcendental: bool = True) -> PointFn:
@@ -168,6 +173,14 @@ class Case:
         f = self.draw.choice(family)
         self.note(label, f.name)
         return f
+
+
+def _show(what: object) -> str:
+    if isinstance(what, Tensor):
+        return str(what.tolist())
+    if isinstance(what, tuple):
+        return " ".join(_show(w) for w in what)
+    return repr(what) if not isinstance(what, str) else what
 
 
 def compose_degree(*degrees: int | None) -> int | None:

@@ -80,10 +80,6 @@ class _MinimalDraw:
         return torch.full(shape, min(max(0.0, elements.lo), elements.hi), dtype=dtype)
 
 
-def _describe(case: Case) -> str:
-    return "\n".join(f"    {label} = {what}" for label, what in case.inputs)
-
-
 def _run_one(
     law: Law,
     arb: Arbitrary[Any],
@@ -113,9 +109,9 @@ def _run_one(
         except HypothesisException:
             raise
         except Exception as e:
-            raise _Violation(f"  raised {type(e).__name__}: {e}\n  inputs:\n{_describe(case)}") from e
+            raise _Violation(f"  raised {type(e).__name__}: {e}\n  inputs:\n{case.describe()}") from e
         if not verdict.ok:
-            raise _Violation(f"  {verdict.why}\n  inputs:\n{_describe(case)}")
+            raise _Violation(f"  {verdict.why}\n  inputs:\n{case.describe()}")
         stats["max"] = max(stats["max"], verdict.max_error)
         stats["n"] += 1
         subspaces.update(case.subspaces)

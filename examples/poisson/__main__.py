@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     fmt = "mean {mean:.3e}  median {median:.3e}  max {max:.3e}"
     print(f"parameters: {params}")
     print(f"training time: {state.elapsed:.1f}s for {state.step} steps on {device}")
-    print(f"held-out relative L2:  {fmt.format(**report['held_out_relative_l2'])}")
-    print(f"OOD relative L2:       {fmt.format(**report['ood_relative_l2'])}")
+    print(f"held-out relative L2:  {fmt.format(**summary(test))}")
+    print(f"OOD relative L2:       {fmt.format(**summary(ood))}")
     print(f"wrote {a.out / 'report.json'}, {a.out / 'poisson.png'}, {a.out / train.CHECKPOINT}")
     return 0
 

@@ -31,7 +31,8 @@ from torch import Tensor
 
 def lobatto_points(n: int) -> np.ndarray:
     """The ``n + 1`` Chebyshev--Lobatto points ``cos(pi j / n)``, from 1 down to -1."""
-    return np.cos(np.pi * np.arange(n + 1) / n)
+    x: np.ndarray = np.cos(np.pi * np.arange(n + 1) / n)
+    return x
 
 
 def cheb_differentiation(n: int) -> np.ndarray:
@@ -42,12 +43,14 @@ def cheb_differentiation(n: int) -> np.ndarray:
     c *= (-1.0) ** np.arange(n + 1)
     dx = x[:, None] - x[None, :]
     d = np.outer(c, 1.0 / c) / (dx + np.eye(n + 1))
-    return d - np.diag(d.sum(axis=1))  # negative-sum trick for the diagonal
+    out: np.ndarray = d - np.diag(d.sum(axis=1))  # negative-sum trick for the diagonal
+    return out
 
 
 def vandermonde(x: np.ndarray, terms: int) -> np.ndarray:
     """``T[j, k] = T_k(x_j)`` for ``k < terms``."""
-    return np.cos(np.arccos(np.clip(x, -1.0, 1.0))[:, None] * np.arange(terms)[None, :])
+    t: np.ndarray = np.cos(np.arccos(np.clip(x, -1.0, 1.0))[:, None] * np.arange(terms)[None, :])
+    return t
 
 
 class PoissonSolver:

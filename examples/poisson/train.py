@@ -189,7 +189,7 @@ def train(
             idx = torch.randint(0, len(f_train), (config.batch,), generator=state.sampler).to(device)
             loss = relative_sq(state.model(f_train[idx]), g_train[idx]).mean()
             state.optimiser.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             state.optimiser.step()
             state.schedule.step()
             state.step += 1
@@ -207,8 +207,8 @@ def train(
         bar.close()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if path is not None:
+        save(state, config, path)
     if interrupted:
-        if path is not None:
-            save(state, config, path)
         raise KeyboardInterrupt(f"interrupted at step {state.step}; checkpoint written to {path}")
     return state

@@ -18,7 +18,7 @@ are identical:
 
 Examples::
 
-    python -m examples.tree_listops                      # tree-mean, tree-sum and vector: ~3-4 min each on one shared CPU core
+    python -m examples.tree_listops            # tree-mean, tree-sum, vector: ~3-4 min each on a shared CPU core
     python -m examples.tree_listops --steps 50 --train 2000 --test 500   # a smoke run
 """
 
