@@ -49,8 +49,11 @@ def join(op: str, what_a: str, a: Structure, what_b: str, b: Structure) -> Struc
         return a
     try:
         return a.join(b, op)
-    except StructureError:
-        raise StructureError(f"{op}: {what_a} {_verb(what_a)} {a!r} but {what_b} {_verb(what_b)} {b!r}") from None
+    except StructureError as e:
+        msg = f"{op}: {what_a} {_verb(what_a)} {a!r} but {what_b} {_verb(what_b)} {b!r}"
+        if type(a).join is not Structure.join:  # a structure's own join explains why (trees: batch shapes, ...)
+            msg += f" ({e})"
+        raise StructureError(msg) from None
 
 
 def _verb(what: str) -> str:

@@ -18,7 +18,9 @@ Tensor conventions. A structure acts on one tensor axis ``dim`` (negative
 indices count from the end). Axes before ``dim`` are batch axes (outer
 structures, or untyped batch); axes after it are the inner structures of the
 values it holds. Structures that carry per-example data (a batch of trees)
-broadcast that data against the batch axes right-aligned, like any tensor.
+broadcast that data against the *leading* axes of the tensors they act on
+(left-aligned): typed axes and attention heads sit between the batch and the
+structure's own axis, so right alignment would pair the wrong axes.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ axis ``Y`` its *features* (a continuum of features ``y``) -- the design source's
   :class:`~applicative.Normalise` -- the faithful continuous softmax
   :math:`e^{s(t)}/\int e^{s}` (:class:`~applicative.ScaledSoftmax` on a Chebyshev axis) or the design
   source's row-wise softmax of the coefficients;
-* the MLP's activation is ``fmap``-ed through the point values (the design source's ReLU).
+* the MLP's activation, the layer norms and the attention of each query are ``fmap``-ed over ``X``
+  through its point values (the design source's ReLU).
 
 ``position`` is a learned function of ``x`` per model feature, :math:`p(x, d)`, added after the
 embedding: attention has no other way to know *where* a coefficient row sits, and an operator such as
@@ -67,9 +68,9 @@ class FuncformerConfig:
         depth: encoder layers.
         normalise: attention normalisation; ``None`` is the scaled softmax against ``X``'s measure.
         norm_first: pre-norm residual blocks (the stable choice for deep stacks).
-        final_norm: layer norm before the unembedding. Off by default: it fixes each row's scale,
-            which a linear operator must be able to follow.
-        eps: layer-norm epsilon.
+        final_norm: layer norm before the unembedding. Off by default: it fixes the scale of the
+            features at each point ``x``, which a linear operator's output must be free to follow.
+        eps: layer-norm epsilon (a large value, e.g. 100, makes the norms nearly linear).
         positional: add a learned function of ``x`` after the embedding.
         activation: the MLP's pointwise activation.
     """

@@ -416,8 +416,9 @@ def test_attention_with_chebyshev_axes_is_the_metric_formula(heads: Structure, k
 def test_encoder_layer_with_vector_model_matches_a_dense_reference() -> None:
     """Post-norm encoder layer over a Chebyshev sequence and a Vector model, written out by hand.
 
-    The MLP's ReLU is ``fmap``-ed through the sequence's grid; the layer norms
-    act on each coefficient row (the core applies them along the last axis only).
+    Everything nonlinear along the model axis -- attention for each query, the
+    layer norms, the MLP's ReLU -- is ``fmap``-ed over the sequence, i.e. applied
+    at each point of the sequence's grid, not to each coefficient row.
     """
     seq, d, hidden = Chebyshev(9), Vector(8), Vector(16)
     torch.manual_seed(0)
@@ -428,12 +429,19 @@ def test_encoder_layer_with_vector_model_matches_a_dense_reference() -> None:
     a = layer.self_attn
     qkv = torch.nn.functional.linear(x, a.in_proj_weight, a.in_proj_bias)
     q, k, v = qkv.split(8, -1)
-    weights = _dense_softmax(q @ k.mT / math.sqrt(8), 9)  # softmax along the keys' function
-    att = torch.nn.functional.linear(weights @ _gram(seq) @ v, a.out_proj.weight, a.out_proj.bias)
-    h = torch.nn.functional.layer_norm(x + att, (8,), layer.norm1.weight, layer.norm1.bias)
+
+    def attend(qq: Tensor) -> Tensor:  # softmax along the keys' function
+        return _dense_softmax(qq @ k.mT / math.sqrt(8), 9) @ _gram(seq) @ v
+
+    def norm(i: int, t: Tensor) -> Tensor:
+        n = getattr(layer, f"norm{i}")
+        return _dense_fmap(lambda u: torch.nn.functional.layer_norm(u, (8,), n.weight, n.bias), t, -2)
+
+    att = torch.nn.functional.linear(_dense_fmap(attend, q, -2), a.out_proj.weight, a.out_proj.bias)
+    h = norm(1, x + att)
     h1 = torch.nn.functional.linear(h, layer.linear1.weight, layer.linear1.bias)
     ff = torch.nn.functional.linear(_dense_fmap(torch.relu, h1, -2), layer.linear2.weight, layer.linear2.bias)
-    want = torch.nn.functional.layer_norm(h + ff, (8,), layer.norm2.weight, layer.norm2.bias)
+    want = norm(2, h + ff)
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
     (got * torch.randn_like(got)).sum().backward()
     assert x.grad is not None and torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0

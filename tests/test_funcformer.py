@@ -56,12 +56,15 @@ def _faithful_softmax(p: np.ndarray) -> np.ndarray:
     return c / (C.chebval(1.0, anti) - C.chebval(-1.0, anti))
 
 
-def _relu_through_values(z: np.ndarray) -> np.ndarray:
-    """ReLU of the function along axis 0 (``n`` coefficients) through its values at ``n`` first-kind points."""
-    n = z.shape[0]
-    pts = np.cos(np.pi * (np.arange(n) + 0.5) / n)
-    v = C.chebvander(pts, n - 1)
-    return np.linalg.solve(v, np.maximum(v @ z, 0.0))
+def _points(n: int) -> np.ndarray:
+    """``chebvander`` at the ``n`` first-kind points: values of an ``n``-term series there."""
+    return C.chebvander(np.cos(np.pi * (np.arange(n) + 0.5) / n), n - 1)
+
+
+def _at_points(f, z: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """``fmap f`` over the function along axis 0 (``n`` coefficients): values at ``n`` points, ``f``, back."""
+    v = _points(z.shape[0])
+    return np.linalg.solve(v, f(v @ z))
 
 
 @pytest.mark.parametrize("kind", ["faithful", "coefficient", "linear"])
@@ -86,8 +89,9 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
     wx, wy = _gram(nx), _gram(ny)
 
     def ln(h: np.ndarray, name: str) -> np.ndarray:
-        t = nnf.layer_norm(torch.tensor(h), (d,), torch.tensor(sd[name + ".weight"]), torch.tensor(sd[name + ".bias"]))
-        return t.numpy()
+        # layer norm over the channels at each point x (fmap over the outer Chebyshev axis)
+        w, b = torch.tensor(sd[name + ".weight"]), torch.tensor(sd[name + ".bias"])
+        return _at_points(lambda hv: nnf.layer_norm(torch.tensor(hv), (d,), w, b).numpy(), h)
 
     pre = "transformer.layers.0."
     want = np.zeros_like(got)
@@ -99,19 +103,24 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
         heads_out = []
         for hh in range(heads):
             sl = slice(hh * dk, (hh + 1) * dk)
-            s = (q[:, sl] @ k[:, sl].T) / math.sqrt(dk)  # (query coefficient i, key coefficient k)
-            if kind == "faithful":
-                att = np.stack([_faithful_softmax(row) for row in s])
-            elif kind == "coefficient":
-                att = np.exp(s - s.max(1, keepdims=True))
-                att /= att.sum(1, keepdims=True)
-            else:
-                att = s
-            heads_out.append(att @ wx @ v[:, sl])  # ∫ A(x, t) v(t) dt
+
+            def attend(qv: np.ndarray, sl: slice = sl, k: np.ndarray = k, v: np.ndarray = v) -> np.ndarray:
+                # queries at the points x_j; keys and values stay functions of t (coefficients)
+                s = (qv[:, sl] @ k[:, sl].T) / math.sqrt(dk)  # (point j, key coefficient)
+                if kind == "faithful":
+                    att = np.stack([_faithful_softmax(row) for row in s])
+                elif kind == "coefficient":
+                    att = np.exp(s - s.max(1, keepdims=True))
+                    att /= att.sum(1, keepdims=True)
+                else:
+                    att = s
+                return att @ wx @ v[:, sl]  # ∫ A(x_j, t) v(t) dt
+
+            heads_out.append(_at_points(attend, q))
         o = np.concatenate(heads_out, 1) @ sd[pre + "self_attn.out_proj.weight"].T + sd[pre + "self_attn.out_proj.bias"]
         h = h + o
         a2 = ln(h, pre + "norm2")
-        z = _relu_through_values(a2 @ sd[pre + "linear1.weight"].T + sd[pre + "linear1.bias"])
+        z = _at_points(lambda zv: np.maximum(zv, 0.0), a2 @ sd[pre + "linear1.weight"].T + sd[pre + "linear1.bias"])
         h = h + z @ sd[pre + "linear2.weight"].T + sd[pre + "linear2.bias"]
         h = ln(h, "transformer.norm")
         want[b] = h @ sd["transformer.unembed.weight"].T
@@ -121,17 +130,22 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
 def test_linear_parts_are_resolution_consistent() -> None:
     """A model at 8 terms and the same model zero-padded to 12 terms define the same operator.
 
-    Exact where every step is a function-space operation: linear attention, the metric
-    contractions, an identity activation, zero biases (biases and layer norm act per coefficient row).
+    Exact where every step is linear in the function: linear attention, the metric contractions, an
+    identity activation, zero biases (``linear`` adds a bias to each coefficient row) and layer norms made
+    linear (``eps = 1e16`` with weights ``1e8``: ``(h - mean) * 1e-8 * 1e8``, to relative ``var / 2e16``).
+    A nonlinear step at the points of ``x`` (ReLU, a proper layer norm) depends on how many points there are.
     """
     torch.manual_seed(1)
-    cfg = FuncformerConfig(heads=2, depth=2, normalise=LinearAttention(0.3), activation=lambda t: t)
+    act = lambda t: t  # noqa: E731
+    cfg = FuncformerConfig(heads=2, depth=2, normalise=LinearAttention(0.3), activation=act, eps=1e16)
     small = Funcformer(X(8), Y(8), Vector(8), Vector(16), cfg, dtype=torch.float64)
     big = Funcformer(X(12), Y(12), Vector(8), Vector(16), cfg, dtype=torch.float64)
     with torch.no_grad():
         for name, p in small.named_parameters():
             if name.endswith("bias") and "norm" not in name:
                 p.zero_()
+            if "norm" in name and name.endswith("weight"):
+                p.fill_(1e8)
         for p, q in zip(small.parameters(), big.parameters(), strict=True):
             q.zero_()
             q[tuple(slice(0, s) for s in p.shape)] = p  # zero-pad the X / Y sized axes
