@@ -27,6 +27,7 @@ from ._algebra import (
 )
 from ._attention import (
     CausalSoftmax,
+    LinearAttention,
     Normalise,
     ReluAttention,
     ScaledSoftmax,
@@ -51,6 +52,7 @@ __all__ = [
     "Field",
     "LayerNorm",
     "Linear",
+    "LinearAttention",
     "MultiHeadAttention",
     "Normalise",
     "Real",

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from ._errors import StructureError
 from ._field import Field, check_compatible
+from ._ring import Ring
 from ._structure import Pointwise, Pointwise2, Structure
 from ._tensor import unflatten
 
@@ -276,6 +277,30 @@ def _cols(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
     return Field(r, (*a.structures[:-1], b.structures[1]), a.ring)
 
 
+def pure_through(axes: tuple[Structure, ...], t: Tensor) -> Tensor:
+    """``pure`` over each of ``axes`` (outermost first): ``t`` ``(..., n)`` held constant on them.
+
+    For structures that store their positions this is a broadcast; for a
+    Chebyshev axis it is the constant function (only the ``T_0`` coefficient).
+    """
+    for k, s in enumerate(reversed(axes)):
+        t = s.pure(t, -(k + 2))
+    return t
+
+
+def affine_through(
+    s: Structure, outer: tuple[Structure, ...], x: Tensor, w: Tensor, b: Tensor | None, ring: Ring
+) -> Tensor:
+    """``s.affine`` at every position of the ``outer`` structures of ``x``.
+
+    Fused (bias added to every stored row) when the outer structures store
+    their positions; otherwise the bias is lifted with :func:`pure_through`.
+    """
+    if b is None or all(o.stores_positions for o in outer):
+        return s.affine(x, w, b, ring)
+    return ring.add(s.affine(x, w, None, ring), pure_through(outer, b))
+
+
 def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
     """The affine map ``x ↦ W x + b`` at every position of ``x``'s leading typed axes.
 
@@ -293,7 +318,8 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
     ones = (1,) * (_typed(x) - 1)
     if ones and tw.ndim > 2:
         tw = tw.reshape(*tw.shape[:-2], *ones, *tw.shape[-2:])
-    if ones and tb is not None and tb.ndim > 1:
+    outer = x.structures[:-1]
+    if ones and tb is not None and tb.ndim > 1 and all(o.stores_positions for o in outer):
         tb = tb.reshape(*tb.shape[:-1], *ones, tb.shape[-1])
-    t = s.affine(tx, tw, tb, x.ring)
+    t = affine_through(s, outer, tx, tw, tb, x.ring)
     return cast("Field[*B, O]", Field(t, (*x.structures[:-1], w.structures[0]), x.ring))

@@ -16,7 +16,8 @@ the scores, i.e. on the keys' structure ``F``:
 * :class:`ScaledSoftmax` -- ``softmax(scale * s)`` against ``F``'s measure,
 * :class:`CausalSoftmax` -- the same with key positions after the query masked,
 * :class:`ReluAttention` -- ``relu(scale * s) / counit (pure 1)`` (Wortsman et al. 2023),
-* :class:`SoftplusAttention` -- ``softplus(scale * s)`` normalised by its counit.
+* :class:`SoftplusAttention` -- ``softplus(scale * s)`` normalised by its counit,
+* :class:`LinearAttention` -- ``scale * s`` unnormalised (a signed integral kernel).
 
 Lowering. When the heads' structure ``H`` has a metric ``M = L Lᵀ`` and the
 keys' structure has a diagonal measure ``w`` at its stored positions,
@@ -127,6 +128,21 @@ class SoftplusAttention(Normalise):
         f = _last(scores)
         t = f.fmap(nnf.softplus, scores.tensor * self.scale, -1)
         return scores.with_tensor(t / f.counit(t, -1, scores.ring).unsqueeze(-1))
+
+
+@dataclass(frozen=True)
+class LinearAttention(Normalise):
+    """``scale * s``: the scores used unnormalised, as a learned (signed) integral kernel.
+
+    Attention becomes ``∫ s(x, t) v(t) dt`` over the keys' measure -- the kernel of
+    a linear integral operator, which may be negative (softmax kernels are
+    positive and integrate to one). Suits linear targets such as ``Δ⁻¹``.
+    """
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        return scores.with_tensor(scores.tensor * self.scale)
 
 
 def scaled_softmax(key_size: int) -> ScaledSoftmax:

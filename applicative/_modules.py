@@ -11,12 +11,12 @@ own layers (``weight`` is ``(out, in)``; multi-head ``in_proj_weight`` is
 from __future__ import annotations
 
 import math
-from typing import Generic, TypeVar, TypeVarTuple, cast
+from typing import Any, Generic, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
 
-from ._algebra import linear, pointwise
+from ._algebra import affine_through, linear, pointwise
 from ._attention import Normalise, attention, scaled_softmax
 from ._errors import StructureError
 from ._field import Field
@@ -162,9 +162,9 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         self.in_proj_bias = nn.Parameter(torch.zeros(n_in, dtype=dtype, device=device)) if bias else None
         self.out_proj: Linear[Structure, D] = Linear(self.values, model, bias, dtype=dtype, device=device)
 
-    def _project(self, x: Tensor, rows: slice) -> Tensor:
+    def _project(self, x: Field[*tuple[Any, ...]], rows: slice) -> Tensor:
         b = None if self.in_proj_bias is None else self.in_proj_bias[rows]
-        return self.model.affine(x, self.in_proj_weight[rows], b, REAL)
+        return affine_through(self.model, x.structures[:-1], x.tensor, self.in_proj_weight[rows], b, REAL)
 
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
@@ -192,12 +192,12 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         nk = self.keys.size
         s_q = x.structures[0]
         if memory is None:
-            qkv = self._project(x.tensor, slice(None))  # (..., n, 2hk + hv)
+            qkv = self._project(x, slice(None))  # (..., n, 2hk + hv)
             tq, tk, tv = qkv[..., :nk], qkv[..., nk : 2 * nk], qkv[..., 2 * nk :]
             s_kv = s_q
         else:
-            tq = self._project(x.tensor, slice(0, nk))
-            kv = self._project(memory.tensor, slice(nk, None))
+            tq = self._project(x, slice(0, nk))
+            kv = self._project(memory, slice(nk, None))
             tk, tv = kv[..., :nk], kv[..., nk:]
             s_kv = memory.structures[0]
         q = self._heads(tq, s_q, self.key)

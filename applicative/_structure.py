@@ -80,6 +80,9 @@ class Structure(abc.ABC):
 
     #: length of the tensor axis this structure owns (a class attribute for nominal axes)
     size: int
+    #: whether values are stored at their positions (so ``pure`` is a broadcast and anything
+    #: applied to each stored entry is ``fmap``); False for a Chebyshev axis (coefficients)
+    stores_positions: bool = True
 
     # ---- Applicative -------------------------------------------------------
 
@@ -144,7 +147,11 @@ class Structure(abc.ABC):
         return self.counit(self.zip_with(ring.mul, pa, pb, -2), -2, ring)
 
     def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
-        """``x Wᵀ + b`` contracting this axis: ``x`` ``(..., n)``, ``weight`` ``(m, n)``, ``bias`` ``(m,)``."""
+        """``x Wᵀ + b`` contracting this axis: ``x`` ``(..., n)``, ``weight`` ``(m, n)``, ``bias`` ``(m,)``.
+
+        The bias is added to every entry of ``x``'s leading axes; callers lift it
+        through outer structures that store another basis (:func:`applicative.linear` does).
+        """
         y = self.contract(x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
         return y if bias is None else ring.add(y, bias)
 
@@ -211,6 +218,7 @@ class Stacked(Structure):
         self.base = base
         self.copies = copies
         self.size = base.size * copies
+        self.stores_positions = base.stores_positions
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stacked) and (self.base, self.copies) == (other.base, other.copies)

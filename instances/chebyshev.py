@@ -118,6 +118,8 @@ class Chebyshev(Structure):
     never to ``X``).
     """
 
+    stores_positions = False  # coefficients: pure is the constant function, not a broadcast
+
     _declared: ClassVar[int | None] = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:

@@ -1,6 +1,6 @@
 """Models written once over any structures: the Transformer family."""
 
-from .funcformer import Funcformer, FuncformerConfig, LinearAttention, funcformer
+from .funcformer import Funcformer, FuncformerConfig, funcformer
 from .transformer import DecoderLayer, EncoderDecoder, EncoderLayer, Transformer, decoder, encoder, head_structure
 from .treeformer import Readout, tree_features, treeformer
 
@@ -10,7 +10,6 @@ __all__ = [
     "EncoderLayer",
     "Funcformer",
     "FuncformerConfig",
-    "LinearAttention",
     "Readout",
     "Transformer",
     "decoder",

@@ -46,20 +46,6 @@ I = TypeVarTuple("I")
 
 
 @dataclass(frozen=True)
-class LinearAttention(Normalise):
-    """``scale * s``: scores used as attention weights unnormalised (a learned integral kernel).
-
-    With scores ``s(x, t)`` over keys ``t``, attention is ``∫ s(x, t) v(t) dt``: signed kernels, as the
-    integral operators of linear PDEs need (softmax kernels are positive and integrate to one).
-    """
-
-    scale: float = 1.0
-
-    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
-        return scores.with_tensor(scores.tensor * self.scale)
-
-
-@dataclass(frozen=True)
 class FuncformerConfig:
     """Hyper-parameters of a :class:`Funcformer` (the structures are passed separately).
 

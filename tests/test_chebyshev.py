@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from torch import Tensor
 
 import applicative as ap
-from applicative import REAL, Field, ScaledSoftmax, Structure, StructureError
+from applicative import REAL, Field, ScaledSoftmax, Structure, StructureError, linear
 from instances import MAX_PLUS, Chebyshev, CoefficientSoftmax, Vector
 from instances import chebyshev as cheb
 from models import EncoderLayer
@@ -427,7 +427,11 @@ def test_encoder_layer_with_vector_model_matches_a_dense_reference() -> None:
     got = layer(Field(x, (seq, d))).tensor
 
     a = layer.self_attn
-    qkv = torch.nn.functional.linear(x, a.in_proj_weight, a.in_proj_bias)
+
+    def lin(t: Tensor, w: Tensor, b: Tensor) -> Tensor:  # affine at each point: the bias is a constant function
+        return _dense_fmap(lambda u: torch.nn.functional.linear(u, w, b), t, -2)
+
+    qkv = lin(x, a.in_proj_weight, a.in_proj_bias)
     q, k, v = qkv.split(8, -1)
 
     def attend(qq: Tensor) -> Tensor:  # softmax along the keys' function
@@ -437,10 +441,10 @@ def test_encoder_layer_with_vector_model_matches_a_dense_reference() -> None:
         n = getattr(layer, f"norm{i}")
         return _dense_fmap(lambda u: torch.nn.functional.layer_norm(u, (8,), n.weight, n.bias), t, -2)
 
-    att = torch.nn.functional.linear(_dense_fmap(attend, q, -2), a.out_proj.weight, a.out_proj.bias)
+    att = lin(_dense_fmap(attend, q, -2), a.out_proj.weight, a.out_proj.bias)
     h = norm(1, x + att)
-    h1 = torch.nn.functional.linear(h, layer.linear1.weight, layer.linear1.bias)
-    ff = torch.nn.functional.linear(_dense_fmap(torch.relu, h1, -2), layer.linear2.weight, layer.linear2.bias)
+    h1 = lin(h, layer.linear1.weight, layer.linear1.bias)
+    ff = lin(_dense_fmap(torch.relu, h1, -2), layer.linear2.weight, layer.linear2.bias)
     want = norm(2, h + ff)
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
     (got * torch.randn_like(got)).sum().backward()
@@ -495,3 +499,16 @@ def test_compiles_fullgraph() -> None:
 
     compiled = torch.compile(run, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(x.tensor), run(x.tensor), rtol=1e-12, atol=1e-12)
+
+
+def test_linear_bias_is_a_constant_function_of_the_outer_axis() -> None:
+    """``linear`` at every point ``s`` of an outer Chebyshev axis: ``W x(s) + b``, checked with chebval."""
+    torch.manual_seed(0)
+    seq, d_in, d_out = Chebyshev(7), Vector(3), Vector(4)
+    x = torch.randn(2, 7, 3, dtype=F64)
+    w, b = torch.randn(4, 3, dtype=F64), torch.randn(4, dtype=F64)
+    got = linear(Field(w, (d_out, d_in)), Field(b, (d_out,)), Field(x, (seq, d_in))).tensor
+    s = np.linspace(-1, 1, 11)
+    x_at = npc.chebval(s, np.moveaxis(x.numpy(), 1, 0))  # (2, 3, 11): x(s)
+    want = np.einsum("oi,bis->bos", w.numpy(), x_at) + b.numpy()[:, None]
+    np.testing.assert_allclose(npc.chebval(s, np.moveaxis(got.numpy(), 1, 0)), want, rtol=1e-12, atol=1e-12)

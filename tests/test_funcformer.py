@@ -12,9 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as nnf
 
-from applicative import Field, Normalise, ScaledSoftmax
+from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
 from instances import Chebyshev, CoefficientSoftmax, Vector
-from models import Funcformer, FuncformerConfig, LinearAttention
+from models import Funcformer, FuncformerConfig
 
 
 class X(Chebyshev):
@@ -93,12 +93,16 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
         w, b = torch.tensor(sd[name + ".weight"]), torch.tensor(sd[name + ".bias"])
         return _at_points(lambda hv: nnf.layer_norm(torch.tensor(hv), (d,), w, b).numpy(), h)
 
+    def aff(h: np.ndarray, w: str, b: str) -> np.ndarray:
+        # an affine map at each point x: the bias is the constant function b (only T_0 carries it)
+        return _at_points(lambda hv: hv @ sd[w].T + sd[b], h)
+
     pre = "transformer.layers.0."
     want = np.zeros_like(got)
     for b in range(2):
         h = u[b].numpy() @ wy @ sd["transformer.embed.weight"].T + sd["position"]  # (nx, d)
         a = ln(h, pre + "norm1")
-        qkv = a @ sd[pre + "self_attn.in_proj_weight"].T + sd[pre + "self_attn.in_proj_bias"]
+        qkv = aff(a, pre + "self_attn.in_proj_weight", pre + "self_attn.in_proj_bias")
         q, k, v = qkv[:, :d], qkv[:, d : 2 * d], qkv[:, 2 * d :]
         heads_out = []
         for hh in range(heads):
@@ -117,11 +121,11 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
                 return att @ wx @ v[:, sl]  # ∫ A(x_j, t) v(t) dt
 
             heads_out.append(_at_points(attend, q))
-        o = np.concatenate(heads_out, 1) @ sd[pre + "self_attn.out_proj.weight"].T + sd[pre + "self_attn.out_proj.bias"]
+        o = aff(np.concatenate(heads_out, 1), pre + "self_attn.out_proj.weight", pre + "self_attn.out_proj.bias")
         h = h + o
         a2 = ln(h, pre + "norm2")
-        z = _at_points(lambda zv: np.maximum(zv, 0.0), a2 @ sd[pre + "linear1.weight"].T + sd[pre + "linear1.bias"])
-        h = h + z @ sd[pre + "linear2.weight"].T + sd[pre + "linear2.bias"]
+        z = _at_points(lambda zv: np.maximum(zv, 0.0), aff(a2, pre + "linear1.weight", pre + "linear1.bias"))
+        h = h + aff(z, pre + "linear2.weight", pre + "linear2.bias")
         h = ln(h, "transformer.norm")
         want[b] = h @ sd["transformer.unembed.weight"].T
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)

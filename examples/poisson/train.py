@@ -25,9 +25,9 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from applicative import Field, Normalise, ScaledSoftmax
+from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
 from instances import Chebyshev, CoefficientSoftmax, Vector
-from models.funcformer import Funcformer, FuncformerConfig, LinearAttention
+from models.funcformer import Funcformer, FuncformerConfig
 
 from . import data
 from .config import Config
