@@ -41,6 +41,7 @@ from ._field import Field, check_compatible
 from ._layers import layer_norm, mlp, residual
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._ring import REAL, Real, Ring
+from ._sized import Sized
 from ._structure import Applicative, Counit, Stacked, Structure
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "ReluAttention",
     "Ring",
     "ScaledSoftmax",
+    "Sized",
     "SoftplusAttention",
     "Stacked",
     "Structure",

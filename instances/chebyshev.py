@@ -58,15 +58,14 @@ Only the real ring: ``W`` and ``w`` are real integrals, so other rings raise
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar, TypeVarTuple
+from typing import TypeVar, TypeVarTuple
 
 import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import REAL, Field, Normalise, Real, Ring, Structure, StructureError
+from applicative import REAL, Field, Normalise, Real, Ring, Sized, Structure, StructureError
 from applicative._structure import Pointwise, Pointwise2
 
 from ._chebtransform import (
@@ -110,7 +109,7 @@ def _check_ring(op: str, ring: Ring) -> None:
         )
 
 
-class Chebyshev(Structure):
+class Chebyshev(Sized):
     """A Chebyshev series of ``size`` coefficients (degree ``size - 1``) on [-1, 1].
 
     Declare an axis nominally, ``class X(Chebyshev): size = 16``, or use an
@@ -119,44 +118,6 @@ class Chebyshev(Structure):
     """
 
     stores_positions = False  # coefficients: pure is the constant function, not a broadcast
-
-    _declared: ClassVar[int | None] = None
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        n = cls.__dict__.get("size")
-        if n is not None:
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                raise StructureError(f"class {cls.__name__}(Chebyshev): size must be a positive int, got {n!r}")
-            cls._declared = n
-
-    def __init__(self, size: int | None = None) -> None:
-        declared = type(self)._declared
-        if size is None and declared is None:
-            raise StructureError(
-                f"{type(self).__name__} needs a size: declare `class X(Chebyshev): size = 16` or call Chebyshev(16)"
-            )
-        if size is not None and declared is not None and size != declared:
-            raise StructureError(f"{type(self).__name__} is declared with size {declared}, got {size}")
-        n = size if size is not None else declared
-        assert n is not None
-        if n < 1:
-            raise StructureError(f"Chebyshev size must be positive, got {n}")
-        self.size = n
-
-    @classmethod
-    def sized(cls, size: int, name: str) -> type[Chebyshev]:
-        """A nominal subclass ``name`` of this class with ``size`` (cached: same name, same class)."""
-        return _sized(cls, size, name)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Chebyshev) and type(other) is type(self) and other.size == self.size
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.size))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.size})"
 
     @property
     def grid(self) -> int:
@@ -251,11 +212,6 @@ class Chebyshev(Structure):
 
     def sdpa_log_measure(self, like: Tensor) -> Tensor | None:
         raise NotImplementedError("the Chebyshev metric W is not diagonal: attention over Chebyshev keys is generic")
-
-
-@functools.cache
-def _sized(base: type[Chebyshev], size: int, name: str) -> type[Chebyshev]:
-    return type(name, (base,), {"size": size})
 
 
 @dataclass(frozen=True)
