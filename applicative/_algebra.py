@@ -132,10 +132,11 @@ def counit(x: Field[F, *A]) -> Field[*A]:
 # ---- pointwise: fmap / zip_with all the way down to the scalars -------------
 
 
-def _fmap_all(f: Pointwise, t: Tensor, axes: tuple[Structure, ...], k: int) -> Tensor:
-    if k == len(axes):
+def _fmap_down(f: Pointwise, t: Tensor, axes: tuple[Structure, ...], levels: int, k: int = 0) -> Tensor:
+    """``fmap`` through the first ``levels`` of ``t``'s typed ``axes``, then ``f`` on what is left."""
+    if k == levels:
         return f(t)
-    return axes[k].fmap(lambda u: _fmap_all(f, u, axes, k + 1), t, k - len(axes))
+    return axes[k].fmap(lambda u: _fmap_down(f, u, axes, levels, k + 1), t, k - len(axes))
 
 
 def fmap_last(f: Pointwise, t: Tensor, axes: tuple[Structure, ...]) -> Tensor:
@@ -146,14 +147,7 @@ def fmap_last(f: Pointwise, t: Tensor, axes: tuple[Structure, ...]) -> Tensor:
     ``f`` runs on its positions, so a normalisation along the last axis is
     applied at each point ``x`` of an outer function, not to each coefficient row.
     """
-    n = len(axes)
-
-    def go(u: Tensor, k: int) -> Tensor:
-        if k == n - 1:
-            return f(u)
-        return axes[k].fmap(lambda v: go(v, k + 1), u, k - n)
-
-    return go(t, 0)
+    return _fmap_down(f, t, axes, len(axes) - 1)
 
 
 def _zip_all(f: Pointwise2, a: Tensor, b: Tensor, axes: tuple[Structure, ...], k: int) -> Tensor:
@@ -178,7 +172,7 @@ def _aligned(op: str, a: AnyField, b: AnyField) -> tuple[tuple[Structure, ...], 
 
 def pointwise(f: Pointwise, x: Field[*A]) -> Field[*A]:
     """Apply a scalar function at every position of every axis (``fmap . fmap . ...``)."""
-    return x.with_tensor(_fmap_all(f, x.tensor, x.structures, 0))
+    return x.with_tensor(_fmap_down(f, x.tensor, x.structures, _typed(x)))
 
 
 def pointwise2(f: Pointwise2, a: Field[*A], b: Field[*A]) -> Field[*A]:
