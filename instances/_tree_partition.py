@@ -129,15 +129,15 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     end = torch.full((*start_a.shape[:-1], 1), SENTINEL, dtype=start_a.dtype, device=start_a.device)
     u, order = torch.sort(torch.cat([start_a, start_b, end], -1), dim=-1, stable=True)  # (*batch, W)
     count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to and including here
-    last = u != SENTINEL
-    last[..., :-1] &= u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint
-    slot = torch.cumsum(last, -1)  # 1-based slot of each kept copy
+    keep = u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint (never a SENTINEL: the last column is one)
+    slot = torch.cumsum(keep, -1)  # 1-based slot of each kept copy
     n = int(slot[..., -1].max())  # the one host synchronisation: the padded size
     width = u.shape[-1]
-    slot = torch.where(last, slot, 0)  # dropped entries go to slot 0, a trash slot
-    p = torch.arange(width, device=u.device).expand_as(u)
-    kept = torch.full((*u.shape[:-1], width + 1), width - 1, dtype=torch.int64, device=u.device)
-    kept = kept.scatter_(-1, slot, p)[..., 1 : n + 1]  # sorted position of each refined leaf; padding: SENTINEL
+    slot.mul_(keep)  # dropped entries go to slot 0, a trash slot
+    p = torch.arange(width - 1, device=u.device).expand_as(slot)
+    kept = torch.full((*u.shape[:-1], width), width - 1, dtype=torch.int64, device=u.device)
+    # sorted position of each refined leaf (padding: the SENTINEL column); contiguous for fast gathers
+    kept = kept.scatter_(-1, slot, p)[..., 1 : n + 1].contiguous()
     count = torch.gather(count_a, -1, kept)
     return torch.gather(u, -1, kept), count - 1, (kept - count).clamp_(max=nb - 1)
 
