@@ -41,19 +41,9 @@ S = TypeVar("S", bound=Structure)
 __all__ = ["Readout", "tree_features", "treeformer"]
 
 
-def treeformer(
-    features: Fe,
-    model: D,
-    hidden: Structure,
-    heads: int,
-    depth: int,
-    *,
-    norm_first: bool = True,
-    dtype: torch.dtype | None = None,
-    device: torch.device | str | None = None,
-) -> Transformer[Fe, D]:
-    """A ``depth``-layer encoder for fields ``Tree x features`` (the generic :func:`~models.encoder`)."""
-    return encoder(features, model, hidden, heads, depth, norm_first=norm_first, dtype=dtype, device=device)
+#: A ``depth``-layer encoder for fields ``Tree x features``: the generic :func:`~models.encoder`
+#: itself -- a tree needs no model code of its own.
+treeformer = encoder
 
 
 def tree_features(tree: Tree, tokens: Tensor, vocab: int, levels: int) -> Field[Tree, Vector]:
