@@ -179,7 +179,10 @@ class Structure(abc.ABC):
         mean = self.counit(x, -1, REAL) / mass
         centred = x - self.pure(mean, -1)
         var = self.counit(self.zip_with(torch.mul, centred, centred, -1), -1, REAL) / mass
-        y = centred * torch.rsqrt(var + eps).unsqueeze(-1)
+        return self.scale_shift(centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
+
+    def scale_shift(self, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+        """``y * weight + bias`` along the last axis (the product is a zip: a product of functions)."""
         if weight is not None:
             y = self.zip_with(torch.mul, y, weight.expand_as(y), -1)
         if bias is not None:

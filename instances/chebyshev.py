@@ -200,12 +200,7 @@ class Chebyshev(Sized):
         mean = (x @ integral_weights(self.size, x.dtype, x.device)) / 2
         centred = torch.cat([(x[..., 0] - mean).unsqueeze(-1), x[..., 1:]], -1)
         var = ((centred @ w) * centred).sum(-1) / 2
-        y = centred * torch.rsqrt(var + eps).unsqueeze(-1)
-        if weight is not None:
-            y = self.zip_with(torch.mul, y, weight.expand_as(y), -1)
-        if bias is not None:
-            y = y + bias
-        return y
+        return self.scale_shift(centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
 
     def sdpa_factor(self, x: Tensor) -> Tensor | None:
         return x @ metric_factor(self.size, x.dtype, x.device)
