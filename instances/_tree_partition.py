@@ -111,7 +111,7 @@ def containing(start: Tensor, points: Tensor) -> Tensor:
     return i.clamp_(min=0)
 
 
-def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The common refinement of two batches of trees (batch shapes already broadcast to one).
 
     One sort of the concatenated breakpoints (plus one ``SENTINEL`` column, so
@@ -121,9 +121,10 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     read at ``p``, and the leaf of ``b`` is ``p - #(breakpoints of a <= u)``.
 
     Returns:
-        ``(start, index_a, index_b)``: the refined trees' breakpoints, padded to
-        their largest leaf count ``n``, and for each refined leaf the index of
-        the leaf of ``a`` (of ``b``) containing it, ``(*batch, n)``.
+        ``(start, index_a, index_b, mask)``: the refined trees' breakpoints,
+        padded to their largest leaf count ``n``; for each refined leaf the
+        index of the leaf of ``a`` (of ``b``) containing it; and whether each
+        position is a leaf (not padding); all ``(*batch, n)``.
     """
     na, nb = start_a.shape[-1], start_b.shape[-1]
     end = torch.full((*start_a.shape[:-1], 1), SENTINEL, dtype=start_a.dtype, device=start_a.device)
@@ -139,7 +140,8 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     # sorted position of each refined leaf (padding: the SENTINEL column); contiguous for fast gathers
     kept = kept.scatter_(-1, slot, p)[..., 1 : n + 1].contiguous()
     count = torch.gather(count_a, -1, kept)
-    return torch.gather(u, -1, kept), count - 1, (kept - count).clamp_(max=nb - 1)
+    start = torch.gather(u, -1, kept)
+    return start, count - 1, (kept - count).clamp_(max=nb - 1), start != SENTINEL
 
 
 def is_refinement(coarse: Tensor, fine: Tensor) -> Tensor:

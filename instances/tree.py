@@ -57,6 +57,7 @@ from torch import Tensor
 from applicative import Field, Real, Ring, Structure, StructureError
 
 from . import _tree_convert as convert
+from ._tree_linear_merge import merge_linear
 from ._tree_partition import (
     MAX_DEPTH,
     SENTINEL,
@@ -100,7 +101,6 @@ class Tree(Structure):
         StructureError: if a row is not the leaf depths of a full binary tree.
     """
 
-    start: Tensor
     mask: Tensor
     algebra: NodeAlgebra
 
@@ -108,21 +108,57 @@ class Tree(Structure):
         start, d = from_depths(depth)
         self._set(start, d, algebra)
 
-    def _set(self, start: Tensor, depth: Tensor | None, algebra: NodeAlgebra) -> None:
-        self.start, self._depth, self.algebra = start, depth, algebra
-        self.mask = start != SENTINEL
-        self.size = start.shape[-1]
-        # (source, index into the source's leaves) for sources this tree was built to refine
-        self._sources: list[tuple[Tree, Tensor]] = []
+    def _set(
+        self,
+        start: Tensor | None,
+        depth: Tensor | None,
+        algebra: NodeAlgebra,
+        mask: Tensor | None = None,
+        sources: list[tuple[Tree, Tensor]] | None = None,
+    ) -> None:
+        self._start, self._depth, self.algebra = start, depth, algebra
+        if mask is None:
+            assert start is not None
+            mask = start != SENTINEL
+        self.mask = mask
+        self.size = mask.shape[-1]
+        # (source, index into the source's leaves) for the trees this one was built to refine
+        self._sources: list[tuple[Tree, Tensor]] = sources or []
         self._last_join: tuple[Tree, Tree] | None = None
         self._unsqueezed: dict[int, Tree] = {}
 
     @classmethod
-    def _of(cls, start: Tensor, depth: Tensor | None, algebra: NodeAlgebra) -> Tree:
-        """A tree from already valid stored tensors (no checks)."""
+    def _of(
+        cls,
+        start: Tensor | None,
+        depth: Tensor | None,
+        algebra: NodeAlgebra,
+        mask: Tensor | None = None,
+        sources: list[tuple[Tree, Tensor]] | None = None,
+    ) -> Tree:
+        """A tree from already valid stored tensors (no checks); a refinement may leave ``start`` to its sources."""
         t = cls.__new__(cls)
-        t._set(start, depth, algebra)
+        t._set(start, depth, algebra, mask, sources)
         return t
+
+    def _from_sources(self, of: str) -> Tensor:
+        """A refined leaf's ``start`` / ``depth``: the larger of those of the two leaves containing it."""
+        batch = tuple(self.batch_shape)
+        (a, ia), (b, ib) = self._sources
+        ta = torch.gather(_expand(getattr(a, of), batch), -1, ia)
+        tb = torch.gather(_expand(getattr(b, of), batch), -1, ib)
+        return torch.where(self.mask, torch.maximum(ta, tb), SENTINEL if of == "start" else 0)
+
+    @property
+    def start(self) -> Tensor:
+        """``(*batch, N)`` sorted left breakpoints over ``2^MAX_DEPTH`` (``SENTINEL`` at padding).
+
+        A refinement computes it on first use: a refined leaf starts where the
+        later of the two leaves containing it starts.
+        """
+        if self._start is None:
+            self._start = self._from_sources("start")
+        return self._start
 
     @property
     def depth(self) -> Tensor:
@@ -132,11 +168,7 @@ class Tree(Structure):
         containing each refined leaf.
         """
         if self._depth is None:
-            batch = tuple(self.batch_shape)
-            (a, ia), (b, ib) = self._sources
-            da = torch.gather(_expand(a.depth, batch), -1, ia)
-            db = torch.gather(_expand(b.depth, batch), -1, ib)
-            self._depth = torch.where(self.mask, torch.maximum(da, db), 0)
+            self._depth = self._from_sources("depth")
         return self._depth
 
     # ---- construction and conversion ----------------------------------------
@@ -212,7 +244,7 @@ class Tree(Structure):
 
     @property
     def batch_shape(self) -> torch.Size:
-        return self.start.shape[:-1]
+        return self.mask.shape[:-1]
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -220,13 +252,13 @@ class Tree(Structure):
         return (
             isinstance(other, Tree)
             and other.algebra is self.algebra
-            and other.start.shape == self.start.shape
-            and other.start.device == self.start.device
+            and other.mask.shape == self.mask.shape
+            and other.mask.device == self.mask.device
             and bool(torch.equal(other.start, self.start))
         )
 
     def __hash__(self) -> int:
-        return hash((Tree, self.algebra, tuple(self.start.shape)))
+        return hash((Tree, self.algebra, tuple(self.mask.shape)))
 
     def __repr__(self) -> str:
         return f"Tree({self.algebra.value}, batch={tuple(self.batch_shape)}, leaves<={self.size})"
@@ -272,9 +304,12 @@ class Tree(Structure):
             raise StructureError(
                 f"{op}: tree batches {tuple(self.batch_shape)} and {tuple(other.batch_shape)} do not broadcast"
             )
-        start, ia, ib = merge(_expand(self.start, batch), _expand(other.start, batch))
-        out = Tree._of(start, None, self.algebra)
-        out._sources = [(self, ia), (other, ib)]
+        a, b = _expand(self.start, batch), _expand(other.start, batch)
+        if a.device.type == "cpu":  # a compiled linear merge; its refined breakpoints are computed when asked for
+            start, (ia, ib, mask) = None, merge_linear(a, b)
+        else:  # one batched sort (the same results)
+            start, ia, ib, mask = merge(a, b)
+        out = Tree._of(start, None, self.algebra, mask, [(self, ia), (other, ib)])
         self._last_join = (other, out)
         return out
 

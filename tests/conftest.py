@@ -5,9 +5,7 @@ import os
 import torch
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )

@@ -15,6 +15,8 @@ from applicative import REAL, Field, Structure, StructureError, counit, pointwis
 from applicative.laws import check_laws
 from instances import MAX_PLUS, NodeAlgebra, Tree, tree_field
 from instances._tree_convert import parse_sexp, pretty, to_sexp
+from instances._tree_linear_merge import merge_linear
+from instances._tree_partition import merge
 from instances.tree import MAX_DEPTH, TreeArbitrary
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l -------------------
@@ -134,6 +136,28 @@ def test_pair_matches_reference(batch: tuple[list[Any], list[Any]]) -> None:
     for i, (x, y) in enumerate(zip(ta, tb, strict=True)):
         expected = ref_fmap(lambda p: p[0] * 100 + p[1], ref_pair(ref_of(x), ref_of(y)))
         assert values_of(c, i) == nested_of(expected)
+
+
+@given(tree_batches())
+def test_linear_merge_equals_sorting_merge(batch: tuple[list[Any], list[Any]]) -> None:
+    """The CPU kernel (two-pointer merge) and the device-agnostic path (one sort) agree exactly."""
+    (ta, _), (tb, _) = Tree.from_nested(batch[0]), Tree.from_nested(batch[1])
+    start, *sorted_out = merge(ta.start, tb.start)
+    linear_out = merge_linear(ta.start, tb.start)
+    for got, want in zip(linear_out, sorted_out, strict=True):
+        assert torch.equal(got, want)
+    joined = ta.join(tb, "test")
+    assert isinstance(joined, Tree)
+    assert torch.equal(joined.start, start)  # computed lazily from the two sources
+
+
+def test_linear_merge_on_full_and_broadcast_rows() -> None:
+    """Rows with no padding, a tree shared by a batch (a stride-0 view), several batch axes."""
+    (shared, _), (batch, _) = Tree.from_nested([((0, 0), 0)]), Tree.from_nested([(0, (0, 0)), 0, ((0, 0), (0, 0))])
+    a = shared.start.expand(3, -1)
+    for pair in ((a, batch.start), (batch.start, a), (a.reshape(1, 3, -1), batch.start.reshape(1, 3, -1))):
+        for got, want in zip(merge_linear(*pair), merge(*pair)[1:], strict=True):
+            assert torch.equal(got, want)
 
 
 @given(st.lists(trees, min_size=1, max_size=4))
