@@ -46,7 +46,9 @@ __all__ = ["Readout", "tree_features", "treeformer"]
 treeformer = encoder
 
 
-def tree_features(tree: Tree, tokens: Tensor, vocab: int, levels: int) -> Field[Tree, Vector]:
+def tree_features(
+    tree: Tree, tokens: Tensor, vocab: int, levels: int, *, dtype: torch.dtype = torch.float32
+) -> Field[Tree, Vector]:
     """Leaf features ``Tree x Vector(vocab + levels)``: one-hot tokens, then the leaf's path from the root.
 
     Args:
@@ -54,9 +56,10 @@ def tree_features(tree: Tree, tokens: Tensor, vocab: int, levels: int) -> Field[
         tokens: ``(*batch, N)`` token ids at the leaves (anything at padding).
         vocab: number of token ids.
         levels: how many levels of the path to encode (``+1`` right, ``-1`` left, ``0`` below the leaf).
+        dtype: the features' dtype (the model's).
     """
-    onehot = nn.functional.one_hot(tokens.clamp(0, vocab - 1), vocab).to(torch.float32)
-    path = tree.address(levels).to(torch.float32)
+    onehot = nn.functional.one_hot(tokens.clamp(0, vocab - 1), vocab).to(dtype)
+    path = tree.address(levels).to(dtype)
     return Field(torch.cat([onehot, path], -1), (tree, Vector(vocab + levels)))
 
 
