@@ -68,12 +68,14 @@ class Readout(nn.Module, Generic[Fe, D]):
 
     The first position is the leftmost leaf of a tree (or the first token of a
     sequence): put the root's label there (the operator of an expression).
+    The head takes the dtype and device of the body's parameters.
     """
 
     def __init__(self, body: Transformer[Fe, D], classes: int) -> None:
         super().__init__()
         self.body = body
-        self.head: Linear[D, Vector] = Linear(body.model, Vector(classes))
+        like = next(body.parameters())
+        self.head: Linear[D, Vector] = Linear(body.model, Vector(classes), dtype=like.dtype, device=like.device)
 
     def forward(self, x: Field[S, Fe]) -> Tensor:
         """``(*batch, classes)`` logits."""
