@@ -86,8 +86,9 @@ def test_treeformer_forward_and_gradients() -> None:
         grads[dev] = [p.grad for p in model.parameters()]
     _close(outputs["cuda"], outputs["cpu"].detach())
     for g_cuda, g_cpu in zip(grads["cuda"], grads["cpu"], strict=True):
-        assert g_cuda is not None and g_cpu is not None
-        _close(g_cuda, g_cpu)
+        assert (g_cuda is None) == (g_cpu is None)  # a parameter the readout never reaches has none on both
+        if g_cuda is not None and g_cpu is not None:
+            _close(g_cuda, g_cpu)
 
 
 class X(Chebyshev):

@@ -161,6 +161,25 @@ def test_short_training_reduces_loss() -> None:
     assert after < 0.5 * before
 
 
+def test_divergence_stops_with_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A step size far too large (no clipping) blows up; training says so instead of writing NaN checkpoints."""
+    cfg = TINY.replace(lr=1e30, clip=0.0, warmup=0.0, eval_every=5, checkpoint_every=1)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    with pytest.raises(FloatingPointError, match="diverged at step"):
+        train.train(cfg, splits, tmp_path, progress=False)
+    kept = torch.load(tmp_path / train.CHECKPOINT, weights_only=False)
+    assert all(bool(torch.isfinite(p).all()) for p in kept["model"].values())
+
+
+def test_clipping_bounds_the_step() -> None:
+    """With ``clip`` the first step's update is at most lr per parameter (Adam) and gradients are clipped."""
+    cfg = TINY.replace(steps=1, clip=1e-3, warmup=0.0)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    state = train.train(cfg, splits, None, progress=False)
+    norm = torch.sqrt(sum(p.grad.square().sum() for p in state.model.parameters() if p.grad is not None))
+    assert float(norm) <= 1e-3 * (1 + 1e-5)
+
+
 def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = TINY.replace(checkpoint_every=7)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)

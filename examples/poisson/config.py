@@ -24,6 +24,7 @@ class Config:
         eps: layer-norm epsilon; a large value makes the norm nearly linear (the operator is linear).
         n_train, n_test: data set sizes (the OOD set has ``n_test`` samples).
         steps, batch, lr, weight_decay, warmup: Adam with a one-cycle (warm-up + cosine) schedule.
+        clip: the largest gradient norm a step may take (``0`` turns clipping off).
         eval_every: steps between held-out evaluations; checkpoint_every likewise for checkpoints.
         seed: seeds the data, the initialisation and the batch order.
         dtype: ``"float32"`` or ``"float64"`` for the model.
@@ -44,6 +45,7 @@ class Config:
     lr: float = 1e-2
     weight_decay: float = 0.0
     warmup: float = 0.1
+    clip: float = 1.0
     eval_every: int = 250
     checkpoint_every: int = 250
     seed: int = 0

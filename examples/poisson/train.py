@@ -190,17 +190,32 @@ def train(
             loss = relative_sq(state.model(f_train[idx]), g_train[idx]).mean()
             state.optimiser.zero_grad(set_to_none=True)
             loss.backward()  # type: ignore[no-untyped-call]
+            if config.clip > 0:
+                nn.utils.clip_grad_norm_(state.model.parameters(), config.clip)
             state.optimiser.step()
             state.schedule.step()
             state.step += 1
             state.elapsed = time.perf_counter() - start
-            if state.step % config.eval_every == 0 or state.step == config.steps:
+            at_eval = state.step % config.eval_every == 0 or state.step == config.steps
+            at_checkpoint = path is not None and (
+                state.step % config.checkpoint_every == 0 or state.step == config.steps
+            )
+            if at_eval:
                 test_err = float(errors(state.model, splits.test, device).mean())
+            if (at_eval or at_checkpoint) and not (
+                math.isfinite(loss.item()) and (math.isfinite(test_err) or not at_eval)
+            ):
+                raise FloatingPointError(
+                    f"training diverged at step {state.step} (loss {loss.item()}, held-out error {test_err}); "
+                    f"the last checkpoint is kept in {out}; try a smaller --config lr= or --config clip="
+                )
+            if at_eval:
                 state.history.append((state.step, loss.item(), test_err))
-            if path is not None and (state.step % config.checkpoint_every == 0 or state.step == config.steps):
-                save(state, config, path)
+            if at_checkpoint:
+                save(state, config, path)  # type: ignore[arg-type]
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.2e}", test_rel_l2=f"{test_err:.2e}", refresh=False)
+            if state.step % 25 == 0:  # reading the loss waits for the device: not every step
+                bar.set_postfix(loss=f"{loss.item():.2e}", test_rel_l2=f"{test_err:.2e}", refresh=False)
             if on_step is not None:
                 on_step(state)
     finally:
