@@ -28,7 +28,9 @@ the other tree has in its place. On partitions that is:
   Refining onto a tree not built by a merge uses ``searchsorted`` instead.
 
 Everything here is a few batched tensor operations (CPU or CUDA); the only
-host synchronisation is reading the refined tree's padded size.
+host synchronisation is reading the refined tree's padded size. On the CPU
+:class:`~instances.Tree` merges with the compiled linear walk of
+:mod:`instances._tree_linear_merge` instead, which gives the same results.
 """
 
 from __future__ import annotations

