@@ -20,6 +20,7 @@ Examples::
 
     python -m examples.tree_listops            # tree-mean, tree-sum, vector: ~3-4 min each on a shared CPU core
     python -m examples.tree_listops --steps 50 --train 2000 --test 500   # a smoke run
+    python -m examples.tree_listops --device cuda --steps 6000            # longer, on a GPU
 """
 
 from __future__ import annotations
@@ -67,27 +68,29 @@ def sinusoid(length: int, dims: int) -> Tensor:
     return out
 
 
-def tree_inputs(algebra: NodeAlgebra, levels: int) -> Inputs:
+def tree_inputs(algebra: NodeAlgebra, levels: int, device: torch.device) -> Inputs:
     def f(exprs: list[Expr]) -> Field[Vector, Vector]:
-        tree, tokens = tree_batch(exprs, algebra)
+        tree, tokens = tree_batch(exprs, algebra, device)
         return tree_features(tree, tokens, len(VOCAB), levels)  # type: ignore[return-value]
 
     return f
 
 
-def flat_inputs(levels: int) -> Inputs:
+def flat_inputs(levels: int, device: torch.device) -> Inputs:
     def f(exprs: list[Expr]) -> Field[Vector, Vector]:
-        tokens = flat_batch(exprs)
+        tokens = flat_batch(exprs).to(device)
         onehot = nn.functional.one_hot(tokens, len(VOCAB)).to(torch.float32)
-        pos = sinusoid(tokens.shape[1], levels).expand(tokens.shape[0], -1, -1)
+        pos = sinusoid(tokens.shape[1], levels).to(device).expand(tokens.shape[0], -1, -1)
         return Field(torch.cat([onehot, pos], -1), (Vector(tokens.shape[1]), Vector(len(VOCAB) + levels)))
 
     return f
 
 
-def build(cfg: Config) -> Readout[Vector, Vector]:
+def build(cfg: Config, device: torch.device) -> Readout[Vector, Vector]:
     torch.manual_seed(cfg.seed)
-    body = treeformer(Vector(len(VOCAB) + cfg.levels), Vector(cfg.width), Vector(cfg.hidden), cfg.heads, cfg.depth)
+    body = treeformer(
+        Vector(len(VOCAB) + cfg.levels), Vector(cfg.width), Vector(cfg.hidden), cfg.heads, cfg.depth, device=device
+    )
     return Readout(body, classes=10)
 
 
@@ -97,14 +100,14 @@ def accuracy(model: Readout[Vector, Vector], inputs: Inputs, split: Split, batch
     with torch.no_grad():
         for i in range(0, len(split), batch):
             logits = model(inputs(split.exprs[i : i + batch]))
-            right += int((logits.argmax(-1) == split.labels[i : i + batch]).sum())
+            right += int((logits.argmax(-1).cpu() == split.labels[i : i + batch]).sum())
     model.train()
     return right / len(split)
 
 
-def fit(cfg: Config, inputs: Inputs, train: Split, test: Split) -> dict[str, float]:
+def fit(cfg: Config, inputs: Inputs, train: Split, test: Split, device: torch.device) -> dict[str, float]:
     """Train one model with AdamW (warmup, cosine decay); return its accuracies and cost."""
-    model = build(cfg)
+    model = build(cfg, device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     warm = max(1, cfg.steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -115,7 +118,7 @@ def fit(cfg: Config, inputs: Inputs, train: Split, test: Split) -> dict[str, flo
     for _ in range(cfg.steps):
         idx = torch.randint(len(train), (cfg.batch,), generator=g).tolist()
         logits = model(inputs([train.exprs[i] for i in idx]))
-        loss = nn.functional.cross_entropy(logits, train.labels[idx])
+        loss = nn.functional.cross_entropy(logits, train.labels[idx].to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -136,20 +139,22 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         p.add_argument(f"--{name}", type=type(default), default=default)
     p.add_argument("--models", default="tree-mean,tree-sum,vector", help="comma-separated: tree-mean, tree-sum, vector")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
+    device = torch.device(a.device)
     cfg = Config(**{k: getattr(a, k) for k in asdict(Config())})
     train, test = generate(cfg.train, cfg.seed), generate(cfg.test, cfg.seed + 1)
     majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
     print(f"ListOps: {len(train)} train / {len(test)} test; majority-class test accuracy {majority:.3f}")
     makers: dict[str, Inputs] = {
-        "tree-mean": tree_inputs(NodeAlgebra.MEAN, cfg.levels),
-        "tree-sum": tree_inputs(NodeAlgebra.SUM, cfg.levels),
-        "vector": flat_inputs(cfg.levels),
+        "tree-mean": tree_inputs(NodeAlgebra.MEAN, cfg.levels, device),
+        "tree-sum": tree_inputs(NodeAlgebra.SUM, cfg.levels, device),
+        "vector": flat_inputs(cfg.levels, device),
     }
     results = {}
     for name in a.models.split(","):
-        results[name] = fit(cfg, makers[name], train, test)
+        results[name] = fit(cfg, makers[name], train, test, device)
         print(f"{name:>10}: {json.dumps(results[name])}", flush=True)
     return results
 

@@ -100,13 +100,15 @@ def generate(n: int, seed: int, depth: int = 3, max_args: int = 4, p_nest: float
     return Split(exprs, torch.tensor([evaluate(e) for e in exprs]))
 
 
-def tree_batch(exprs: list[Expr], algebra: NodeAlgebra) -> tuple[Tree, Tensor]:
+def tree_batch(
+    exprs: list[Expr], algebra: NodeAlgebra, device: torch.device | str | None = None
+) -> tuple[Tree, Tensor]:
     """The trees of a batch and their leaf token ids ``(batch, N)`` (``PAD`` at padding)."""
-    tree, leaves = Tree.from_nested([binary_tree(e) for e in exprs], algebra)
+    tree, leaves = Tree.from_nested([binary_tree(e) for e in exprs], algebra, device)
     tokens = torch.full((len(exprs), tree.size), PAD, dtype=torch.long)
     for i, row in enumerate(leaves):
         tokens[i, : len(row)] = torch.tensor(row)
-    return tree, tokens
+    return tree, tokens.to(device)
 
 
 def flat_batch(exprs: list[Expr]) -> Tensor:
