@@ -8,6 +8,7 @@ Every file ``tests/typing/bad_*.py`` marks each wrong line with a trailing
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -29,6 +30,8 @@ def marked_lines(path: Path) -> set[int]:
 @cache
 def mypy_errors() -> dict[str, dict[int, list[str]]]:
     """Run mypy --strict once over all the programs: ``{file name: {line: [messages]}}``."""
+    if importlib.util.find_spec("mypy") is None:  # `python -m mypy` would exit 1, like a run that found errors
+        raise RuntimeError(f"mypy is not installed in {sys.executable}: pip install -e '.[dev]'")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-color-output", "--no-error-summary", *map(str, PROGRAMS)],
         cwd=ROOT,
