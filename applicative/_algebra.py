@@ -300,7 +300,7 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
 
     ``linear weights bias input = zip_with add bias (mul_mv weights input)``.
     """
-    check_compatible("linear", w, x)
+    check_compatible("linear", w, x, names=("the weight", "the input"))
     sw, sx = w.structures[1], x.structures[-1]
     s = join("linear", "the weight's columns", sw, "the input", sx)
     if b is not None and b.structures[0] != w.structures[0]:

@@ -170,7 +170,7 @@ def attention(
     Returns:
         ``*I x G``.
     """
-    check_compatible("attention", queries, keys, values)
+    check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
 

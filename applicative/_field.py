@@ -11,6 +11,7 @@ objects too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVarTuple
 
 import torch
@@ -105,18 +106,21 @@ class Field(Generic[*Axes]):
         )
 
 
-def check_compatible(op: str, *fields: Field[*tuple[Any, ...]]) -> None:
-    """Raise :class:`StructureError` unless the fields share dtype, device and ring."""
+def check_compatible(op: str, *fields: Field[*tuple[Any, ...]], names: Sequence[str] | None = None) -> None:
+    """Raise :class:`StructureError` unless the fields share dtype, device and ring.
+
+    ``names`` label the fields in the message (default: ``argument 1``, ``argument 2``, ...).
+    """
+    label = list(names) if names is not None else [f"argument {i}" for i in range(1, len(fields) + 1)]
     first = fields[0]
-    for other in fields[1:]:
-        if other.tensor.dtype != first.tensor.dtype:
-            raise StructureError(
-                f"{op}: dtypes differ: {first.tensor.dtype} and {other.tensor.dtype}; convert one with .to(dtype)"
-            )
-        if other.tensor.device != first.tensor.device:
-            raise StructureError(
-                f"{op}: devices differ: {first.tensor.device} and {other.tensor.device}; "
-                "move both to one device with .to(device)"
-            )
-        if other.ring != first.ring:
-            raise StructureError(f"{op}: rings differ: {first.ring!r} and {other.ring!r}")
+    for name, other in zip(label[1:], fields[1:], strict=True):
+        for what, mine, theirs, fix in (
+            ("dtype", first.tensor.dtype, other.tensor.dtype, "convert one with .to(dtype)"),
+            ("device", first.tensor.device, other.tensor.device, "move both to one device with .to(device)"),
+            ("ring", first.ring, other.ring, "build both fields over one ring"),
+        ):
+            if mine != theirs:
+                raise StructureError(
+                    f"{op}: {what}s differ: {label[0]} has {mine!r}, {name} has {theirs!r}; {fix}\n"
+                    f"  {label[0]}: {first!r}\n  {name}: {other!r}"
+                )

@@ -45,7 +45,7 @@ def layer_norm(
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
             join("layer_norm", f"the {name}", p.structures[0], "the input's last axis", d)
-            check_compatible(f"layer_norm (input, {name})", x, p)
+            check_compatible("layer_norm", x, p, names=("the input", f"the {name}"))
     w, b = (None if weight is None else weight.tensor), (None if bias is None else bias.tensor)
     return x.with_tensor(fmap_last(lambda t: d.layer_norm(t, w, b, eps), x.tensor, x.structures))
 

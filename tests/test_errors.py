@@ -189,6 +189,19 @@ def test_device_mix(op: str) -> None:
     raises(lambda: DTYPE_MIXES[op](x.to("meta")), "cpu", "meta")
 
 
+@pytest.mark.parametrize(
+    ("op", "who"),
+    [
+        ("attention", "keys has torch.float64"),
+        ("linear", "the input has torch.float64"),
+        ("layer_norm", "the input has torch.float64"),
+        ("add", "argument 2 has torch.float64"),
+    ],
+)
+def test_mix_names_the_argument(op: str, who: str) -> None:
+    raises(lambda: DTYPE_MIXES[op](x.to(torch.float64)), who)
+
+
 def test_ring_mix() -> None:
     tropical = Field(x.tensor, x.axes, MAX_PLUS)
     raises(lambda: ap.add(x, tropical), "add", "Real()", "MaxPlus()")
