@@ -152,10 +152,10 @@ class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-def peak_bytes(make: Any, batch: int, leaves: int) -> int:
+def peak_bytes(make: Any, batch: int, leaves: int, device: torch.device) -> int:
     """Peak extra bytes of ``counit (zip_with mul a b)``: ``batch`` copies of ``make(leaves)``, ``make(leaves / 2)``."""
-    a = tree_field([make(leaves)] * batch, dtype=torch.float32)
-    b = tree_field([make(max(1, leaves // 2))] * batch, dtype=torch.float32)
+    a = tree_field([make(leaves)] * batch, dtype=torch.float32, device=device)
+    b = tree_field([make(max(1, leaves // 2))] * batch, dtype=torch.float32, device=device)
     with PeakBytes() as m:
         ours(a, b)
     return int(m.peak)
@@ -219,8 +219,8 @@ def main() -> None:
     sizes = [8, 16, 32, 62] if args.quick else [8, 16, 32, 62, 256, 1024]
     per_leaf = []
     for n in sizes:
-        pb = peak_bytes(balanced, 256, n)
-        pc = peak_bytes(caterpillar, 256, n) if n <= 62 else None
+        pb = peak_bytes(balanced, 256, n, device)
+        pc = peak_bytes(caterpillar, 256, n, device) if n <= 62 else None
         per_leaf.append(pb / (256 * n))
         cat = f"{pc:12d}" if pc is not None else f"{'(depth>62)':>12}"
         cat_ratio = f"{pc / (256 * n):8.1f}" if pc is not None else f"{'-':>8}"
