@@ -12,6 +12,7 @@ spectral one). The last line is the ratio of the Funcformer's mean relative L² 
     python benchmarks/poisson_vs_fno.py              # 180 s each
     python benchmarks/poisson_vs_fno.py --quick      # seconds, smaller data
     python benchmarks/poisson_vs_fno.py --budget 300 --threads 2
+    python benchmarks/poisson_vs_fno.py --steps 600  # equal steps instead of equal wall clock
 
 Needs the optional ``bench`` extra: ``pip install -e ".[bench]"`` (``neuraloperator==2.0.0``).
 """
@@ -58,12 +59,20 @@ def fit(
     lr: float,
     budget: float,
     seed: int,
+    max_steps: int | None = None,
 ) -> int:
-    """Adam, 5% warm-up then cosine decay in *elapsed time*, until ``budget`` seconds; returns the steps."""
+    """Adam, 5% warm-up then cosine decay, until ``budget`` seconds; returns the steps.
+
+    The schedule runs in elapsed time, or in steps when ``max_steps`` is given (then ``budget`` is ignored).
+    """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     start, steps = time.perf_counter(), 0
-    while (frac := (time.perf_counter() - start) / budget) < 1.0:
+
+    def progress() -> float:
+        return steps / max_steps if max_steps is not None else (time.perf_counter() - start) / budget
+
+    while (frac := progress()) < 1.0:
         scale = frac / 0.05 if frac < 0.05 else 0.5 * (1 + math.cos(math.pi * (frac - 0.05) / 0.95))
         for group in opt.param_groups:
             group["lr"] = lr * max(scale, 1e-3)
@@ -86,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--budget", type=float, default=180.0, help="training seconds for each model")
+    p.add_argument("--steps", type=int, default=None, help="train each model this many steps instead (equal steps)")
     p.add_argument("--grid", type=int, default=64, help="uniform grid points per axis for the FNO and the evaluation")
     p.add_argument("--fno-modes", type=int, default=16)
     p.add_argument("--fno-lr", type=float, default=1e-3)
@@ -137,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ff.zero_grad(set_to_none=True)
     fno.zero_grad(set_to_none=True)
 
-    steps_ff = fit("funcformer", ff, ff_loss, len(f_c), cfg.batch, cfg.lr, budget, cfg.seed)
-    steps_fno = fit("fno", fno, fno_loss, len(f_c), cfg.batch, a.fno_lr, budget, cfg.seed)
+    steps_ff = fit("funcformer", ff, ff_loss, len(f_c), cfg.batch, cfg.lr, budget, cfg.seed, a.steps)
+    steps_fno = fit("fno", fno, fno_loss, len(f_c), cfg.batch, a.fno_lr, budget, cfg.seed, a.steps)
 
     with torch.no_grad():
         exact = on_grid(splits.test.g)
@@ -148,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         exact_o = on_grid(splits.ood.g)
         o_ff = grid_rel_l2(on_grid(ff(splits.ood.f).double()), exact_o)
         o_fno = grid_rel_l2((fno(s_in * on_grid(splits.ood.f).float()[:, None]) / s_out)[:, 0].double(), exact_o)
-    print(f"budget {budget:.0f}s each, {len(f_c)} training samples, {grid}x{grid} evaluation grid, threads {a.threads}")
+    limit = f"{a.steps} steps" if a.steps is not None else f"budget {budget:.0f}s"
+    print(f"{limit} each, {len(f_c)} training samples, {grid}x{grid} evaluation grid, threads {a.threads}")
     row = "{}: held-out rel L2 mean {:.3e} median {:.3e}  OOD mean {:.3e}  ({} steps)"
     print(row.format("funcformer", e_ff.mean(), e_ff.median(), o_ff.mean(), steps_ff))
     print(row.format("FNO       ", e_fno.mean(), e_fno.median(), o_fno.mean(), steps_fno))
