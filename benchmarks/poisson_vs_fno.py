@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=None, help="train each model this many steps instead (equal steps)")
     p.add_argument("--grid", type=int, default=64, help="uniform grid points per axis for the FNO and the evaluation")
     p.add_argument("--fno-modes", type=int, default=16)
-    p.add_argument("--fno-lr", type=float, default=1e-3)
+    p.add_argument("--fno-lr", type=float, default=3e-3, help="3e-3 beat 1e-3 at 600 equal steps")
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
     try:
