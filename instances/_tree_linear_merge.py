@@ -83,4 +83,4 @@ def merge_linear(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tens
     ia, ib = (torch.empty(rows, width, dtype=torch.int64) for _ in range(2))
     mask = torch.empty(rows, width, dtype=torch.bool)
     n = int(_merge(a.numpy(), b.numpy(), ia.numpy(), ib.numpy(), mask.numpy()))
-    return tuple(t[:, :n].reshape(*batch, n) for t in (ia, ib, mask))  # type: ignore[return-value]
+    return ia[:, :n].reshape(*batch, n), ib[:, :n].reshape(*batch, n), mask[:, :n].reshape(*batch, n)

@@ -202,9 +202,11 @@ def train(
             )
             if at_eval:
                 test_err = float(errors(state.model, splits.test, device).mean())
-            if (at_eval or at_checkpoint) and not (
-                math.isfinite(loss.item()) and (math.isfinite(test_err) or not at_eval)
-            ):
+            # read the loss (a host sync) only where a bad value would be recorded or saved
+            diverged = (at_eval or at_checkpoint) and (
+                not math.isfinite(loss.item()) or (at_eval and not math.isfinite(test_err))
+            )
+            if diverged:
                 raise FloatingPointError(
                     f"training diverged at step {state.step} (loss {loss.item()}, held-out error {test_err}); "
                     f"the last checkpoint is kept in {out}; try a smaller --config lr= or --config clip="
