@@ -33,21 +33,24 @@ from ._attention import (
     ScaledSoftmax,
     SoftplusAttention,
     attention,
+    cannot_lower,
     scaled_softmax,
     self_attention,
 )
 from ._errors import StructureError
-from ._field import Field, check_compatible
+from ._field import Field, cat, check_compatible, expect_field, stack
 from ._layers import layer_norm, mlp, residual
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._ring import REAL, Real, Ring
 from ._sized import Sized
-from ._structure import Applicative, Counit, Stacked, Structure
+from ._structure import Applicative, Basis, Counit, Stacked, Structure
+from ._vector import Vector
 
 __all__ = [
     "MLP",
     "REAL",
     "Applicative",
+    "Basis",
     "CausalSoftmax",
     "Counit",
     "Field",
@@ -65,11 +68,15 @@ __all__ = [
     "Stacked",
     "Structure",
     "StructureError",
+    "Vector",
     "add",
     "attention",
+    "cannot_lower",
+    "cat",
     "check_compatible",
     "counit",
     "dot",
+    "expect_field",
     "fmap",
     "join",
     "layer_norm",
@@ -88,5 +95,6 @@ __all__ = [
     "scale",
     "scaled_softmax",
     "self_attention",
+    "stack",
     "zip_with",
 ]

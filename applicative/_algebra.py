@@ -28,7 +28,7 @@ from ._errors import StructureError
 from ._field import Field, check_compatible
 from ._ring import Ring
 from ._structure import Pointwise, Pointwise2, Structure
-from ._tensor import unflatten
+from ._tensor import broadcast_shape, unflatten
 
 F = TypeVar("F", bound=Structure)
 G = TypeVar("G", bound=Structure)
@@ -239,9 +239,21 @@ def outer(a: Field[F], b: Field[G]) -> Field[F, G]:
     return Field(t, (a.axes[0], b.axes[0]), a.ring)
 
 
+def _batches(op: str, a: AnyField, b: AnyField) -> None:
+    """Raise :class:`StructureError` unless the untyped batch shapes of ``a`` and ``b`` broadcast."""
+    try:
+        broadcast_shape(a.batch_shape, b.batch_shape)
+    except RuntimeError:
+        raise StructureError(
+            f"{op}: batch shapes {tuple(a.batch_shape)} and {tuple(b.batch_shape)} do not broadcast "
+            f"(the untyped leading axes of {a!r} and {b!r}); give them equal batch shapes or size-1 axes"
+        ) from None
+
+
 def _rows(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
     """Contract the last axis of ``a`` (``F x G``) with the last axis of ``b`` (``*H x G``)."""
     check_compatible(op, a, b)
+    _batches(op, a, b)
     if _typed(a) != 2:
         raise StructureError(f"{op}: expected a matrix (2 typed axes), got {a!r}")
     sa, sb = a.structures[1], b.structures[-1]
@@ -258,6 +270,7 @@ def _rows(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
 def _cols(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
     """Contract the last axis of ``a`` (``*F x G``) with the first typed axis of ``b`` (``G x H``)."""
     check_compatible(op, a, b)
+    _batches(op, a, b)
     if _typed(b) != 2:
         raise StructureError(f"{op}: expected a matrix (2 typed axes), got {b!r}")
     sa, sb = a.structures[-1], b.structures[0]
@@ -274,8 +287,8 @@ def _cols(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
 def pure_through(axes: tuple[Structure, ...], t: Tensor) -> Tensor:
     """``pure`` over each of ``axes`` (outermost first): ``t`` ``(..., n)`` held constant on them.
 
-    For structures that store their positions this is a broadcast; for a
-    Chebyshev axis it is the constant function (only the ``T_0`` coefficient).
+    For structures that store their positions this is a broadcast; in another
+    basis (a Chebyshev axis) it is the constant function.
     """
     for k, s in enumerate(reversed(axes)):
         t = s.pure(t, -(k + 2))
@@ -290,7 +303,7 @@ def affine_through(
     Fused (bias added to every stored row) when the outer structures store
     their positions; otherwise the bias is lifted with :func:`pure_through`.
     """
-    if b is None or all(o.stores_positions for o in outer):
+    if b is None or all(o.basis is None for o in outer):
         return s.affine(x, w, b, ring)
     return ring.add(s.affine(x, w, None, ring), pure_through(outer, b))
 
@@ -313,7 +326,7 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
     if ones and tw.ndim > 2:
         tw = tw.reshape(*tw.shape[:-2], *ones, *tw.shape[-2:])
     outer = x.structures[:-1]
-    if ones and tb is not None and tb.ndim > 1 and all(o.stores_positions for o in outer):
+    if ones and tb is not None and tb.ndim > 1 and all(o.basis is None for o in outer):
         tb = tb.reshape(*tb.shape[:-1], *ones, tb.shape[-1])
     t = affine_through(s, outer, tx, tw, tb, x.ring)
     return cast("Field[*B, O]", Field(t, (*x.structures[:-1], w.structures[0]), x.ring))

@@ -19,12 +19,16 @@ the scores, i.e. on the keys' structure ``F``:
 * :class:`SoftplusAttention` -- ``softplus(scale * s)`` normalised by its counit,
 * :class:`LinearAttention` -- ``scale * s`` unnormalised (a signed integral kernel).
 
-Lowering. When the heads' structure ``H`` has a metric ``M = L Lᵀ`` and the
-keys' structure has a diagonal measure ``w`` at its stored positions,
+Lowering. Every structure lowers, from its contract alone: the heads'
+structure ``H`` contracts with a metric ``M = L Lᵀ`` (``diag(w)`` at its
+positions, or the Gram matrix of its basis) and the keys' structure has a
+measure ``w`` at its positions (a structure stored in another basis is
+sampled at the quadrature points of its product grid), so
 ``softmax(q M kᵀ) M v`` is one call of
 :func:`torch.nn.functional.scaled_dot_product_attention` on ``q L``, ``k L``
 and ``v`` with additive bias ``log w``. That is what :func:`attention` runs
-when it can; ``fused=False`` runs the generic definition instead.
+whenever the normalisation is a softmax over the real ring (:func:`cannot_lower`
+says why not otherwise); ``fused=False`` runs the generic definition instead.
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
+from . import _kernels as kernels
 from ._algebra import _on, fmap_last, join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
-from ._ring import REAL
+from ._ring import Real, Ring
 from ._structure import Structure
 from ._tensor import broadcast_shape, unflatten
 
@@ -87,8 +92,9 @@ class ScaledSoftmax(Normalise):
 class CausalSoftmax(Normalise):
     """Scaled softmax where key position ``j`` is masked for query position ``i < j``.
 
-    Needs the last two axes to be the same sequence structure stored at its
-    positions (a :class:`~instances.Vector`).
+    Needs the last two axes to be one sequence structure with an order
+    (capability ``ordered``: :class:`~applicative.Vector`, ``Padded``); any other
+    raises a :class:`~applicative.StructureError`.
     """
 
     scale: float = 1.0
@@ -97,6 +103,7 @@ class CausalSoftmax(Normalise):
         s = scores.structures
         if len(s) < 2 or s[-2].size != s[-1].size:
             raise StructureError(f"CausalSoftmax: needs scores over (sequence, sequence) of equal size, got axes {s}")
+        s[-1].require_order("CausalSoftmax")
         n = s[-1].size
         future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
         masked = (scores.tensor * self.scale).masked_fill(future, float("-inf"))
@@ -187,26 +194,41 @@ def attention(
     return cast("Field[*I, G]", Field(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
+def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
+    """Why attention with ``normalise`` over ``ring`` cannot run as one fused kernel (``None``: it can).
+
+    Every structure lowers (its measure gives the bias, its metric the factor);
+    what cannot is a normalisation other than a softmax, or a ring other than the reals.
+    """
+    if normalise.sdpa_causal() is None:
+        return f"{type(normalise).__name__} is not a softmax (scaled_dot_product_attention computes softmax(q kᵀ) v)"
+    if not isinstance(ring, Real):
+        return f"scaled_dot_product_attention computes over the real ring, not {ring!r}"
+    return None
+
+
 def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:
-    """Run attention as one fused kernel, or return ``None`` if the structures do not allow it."""
-    causal = normalise.sdpa_causal()
-    if causal is None or q.ring != REAL:
+    """Run attention as one fused kernel, or return ``None`` if it cannot (:func:`cannot_lower`).
+
+    ``softmax(q M kᵀ) M v`` with ``M = L Lᵀ`` the heads' metric and ``w`` the keys'
+    measure is ``sdpa(q L, k L, v, bias = log w)`` with keys and values at the
+    keys' positions (:func:`applicative._kernels.lowered_keys`).
+    """
+    if cannot_lower(normalise, q.ring) is not None:
         return None
+    causal = bool(normalise.sdpa_causal())
     h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
     f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
     ni = len(q.axes) - 1
-    if ni != 1 and causal:
-        return None
+    if causal:
+        f.require_order("causal attention")
+        if ni != 1:
+            return None
     tq = _on(q.structures[-1], q.tensor, -1, h)
     tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
     tv = _on(v.structures[0], v.tensor, -2, f)
-    qf, kf = h.sdpa_factor(tq), h.sdpa_factor(tk)
-    if qf is None or kf is None:
-        return None
-    try:
-        log_w = f.sdpa_log_measure(tk)
-    except NotImplementedError:
-        return None
+    qf = kernels.factor(h, tq)
+    kf, tv, log_w = kernels.lowered_keys(f, kernels.factor(h, tk), tv)
     i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
     qf = qf.unsqueeze(-2) if ni == 0 else qf.flatten(qf.ndim - 1 - ni, qf.ndim - 2)  # (..., L, e)
     batch = broadcast_shape(qf.shape[:-2], kf.shape[:-2], tv.shape[:-2])

@@ -8,3 +8,43 @@ class StructureError(ValueError):
 
     Messages say what was expected, what came, and how to fix it.
     """
+
+
+def summary(value: object, limit: int = 80) -> str:
+    """A short ``repr`` of user input for an error message: at most about ``limit`` characters.
+
+    Tuples and lists are walked with an explicit stack, so arbitrarily deep
+    nesting never exhausts the recursion limit and a huge value costs only the
+    characters shown; anything else is ``repr``-ed (guarded) and truncated.
+    """
+    out: list[str] = []
+    length = 0
+    stack: list[tuple[bool, object]] = [(False, value)]  # (is literal text, item)
+    while stack and length <= limit:
+        literal, item = stack.pop()
+        if literal:
+            text = str(item)
+        elif isinstance(item, tuple | list):
+            opening, closing = ("(", ")") if isinstance(item, tuple) else ("[", "]")
+            if isinstance(item, tuple) and len(item) == 1:
+                closing = ",)"
+            stack.append((True, closing))
+            # push only as many elements as could possibly be shown (each takes >= 1 character)
+            shown = list(item[: limit - length + 1])
+            if len(shown) < len(item):
+                stack.append((True, ", ..."))
+            for i in range(len(shown) - 1, -1, -1):
+                stack.append((False, shown[i]))
+                if i:
+                    stack.append((True, ", "))
+            text = opening
+        else:
+            try:
+                text = repr(item)
+            except Exception:  # a broken or too deeply recursive __repr__
+                text = f"<{type(item).__name__} object>"
+            text = text[: limit + 1]  # one more than fits: the result is then marked as cut
+        out.append(text)
+        length += len(text)
+    s = "".join(out)
+    return s if len(s) <= limit and not stack else s[:limit] + "..."

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from typing import Any, Generic, TypeVarTuple
 
 import torch
+import torch.utils._pytree as pytree
 from torch import Tensor
+from torch.utils.data._utils.collate import default_collate_fn_map
 
 from ._errors import StructureError
 from ._ring import REAL, Ring
@@ -49,6 +51,12 @@ class Field(Generic[*Axes]):
         self.ring = REAL if ring is None else ring
         if not isinstance(self.tensor, Tensor):
             raise StructureError(f"Field needs a torch.Tensor, got {type(self.tensor).__name__}")
+        if not isinstance(self.axes, tuple):
+            one = f"({self.axes!r},)" if isinstance(self.axes, Structure) else "(Seq(), Model())"
+            raise StructureError(
+                f"Field: axes must be a tuple of structures, one per trailing axis, got {type(self.axes).__name__} "
+                f"{self.axes!r:.80}; write {one}"
+            )
         k = len(self.axes)
         if self.tensor.ndim < k:
             raise StructureError(
@@ -83,9 +91,33 @@ class Field(Generic[*Axes]):
         """The same axes and ring holding another tensor."""
         return Field(tensor, self.axes, self.ring)
 
-    def to(self, *args: object, **kwargs: object) -> Field[*Axes]:
-        """``tensor.to(...)`` keeping the axes."""
-        return self.with_tensor(self.tensor.to(*args, **kwargs))  # type: ignore[call-overload]
+    @classmethod
+    def _of(cls, tensor: Tensor, axes: tuple[*Axes], ring: Ring) -> Field[*Axes]:
+        """A field from parts already known to fit (no checks: pytree unflattening, traced code)."""
+        f = cls.__new__(cls)
+        f.tensor, f.axes, f.ring = tensor, axes, ring
+        return f
+
+    def to(self, *args: Any, **kwargs: Any) -> Field[*Axes]:
+        """``tensor.to(...)``; a change of device moves the structures' per-example data too."""
+        device = torch._C._nn._parse_to(*args, **kwargs)[0]
+        axes = self.axes if device is None else tuple(s.to(device) for s in self.structures)
+        return Field(self.tensor.to(*args, **kwargs), axes, self.ring)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: Any) -> Field[*Axes]:
+        """The examples ``index`` (an int, slice, index list or tensor) of the leading batch axis."""
+        if not self.batch_shape:
+            raise StructureError(f"{self!r} has no batch axis to index; index its tensor instead")
+        if isinstance(index, tuple):
+            raise StructureError(
+                f"Field indexing selects examples along the first batch axis only, got the tuple {index!r:.60}"
+            )
+        t = self.tensor[index]
+        if t.ndim < self.tensor.ndim:  # an int dropped the axis: per-example data keeps a size-1 batch
+            t = t.unsqueeze(0)
+            index = slice(index, index + 1) if isinstance(index, int) else index
+        axes = tuple(s.index_batch(index) for s in self.structures)
+        return Field(t, axes, self.ring)  # type: ignore[arg-type]
 
     def check_finite(self, where: str = "input") -> Field[*Axes]:
         """Return ``self``, or raise :class:`StructureError` if any value is NaN or infinite."""
@@ -124,3 +156,81 @@ def check_compatible(op: str, *fields: Field[*tuple[Any, ...]], names: Sequence[
                     f"{op}: {what}s differ: {label[0]} has {mine!r}, {name} has {theirs!r}; {fix}\n"
                     f"  {label[0]}: {first!r}\n  {name}: {other!r}"
                 )
+
+
+def expect_field(op: str, x: object, what: str = "input") -> None:
+    """Raise :class:`StructureError` unless ``x`` is a :class:`Field` (say, a bare tensor passed to a module)."""
+    if isinstance(x, Field):
+        return
+    got = (
+        f"a torch.Tensor of shape {tuple(x.shape)}"
+        if isinstance(x, Tensor)
+        else f"{'an' if type(x).__name__[:1] in 'aeiouAEIOU' else 'a'} {type(x).__name__}"
+    )
+    raise StructureError(
+        f"{op} {what}: expected a Field (a tensor with its structures), got {got}; "
+        "wrap it: Field(tensor, (Seq(), Model())) with one structure per trailing axis"
+    )
+
+
+def cat(fields: Sequence[Field[*Axes]]) -> Field[*Axes]:
+    """Join fields along their first batch axis; structures with per-example data are joined too.
+
+    A structure of a different size per field (trees, padded sequences) pads the
+    values to the largest size (zeros, at weight-zero positions).
+    """
+    if not fields:
+        raise StructureError("cat: needs at least one field")
+    first = fields[0]
+    check_compatible("cat", *fields)
+    if any(len(f.axes) != len(first.axes) or not f.batch_shape for f in fields):
+        raise StructureError(
+            f"cat: every field needs the same number of axes and a batch axis, got {[repr(f) for f in fields][:3]}"
+        )
+    k = len(first.axes)
+    axes: list[Structure] = []
+    tensors = [f.tensor for f in fields]
+    for i in range(k):
+        column = [f.structures[i] for f in fields]
+        joined = type(column[0]).concat(column)
+        axes.append(joined)
+        dim = i - k
+        tensors = [_pad_to(t, dim, joined.size) for t in tensors]
+    lead = [t.shape[1 : t.ndim - k] for t in tensors]
+    shape = torch.broadcast_shapes(*lead)  # type: ignore[no-untyped-call]
+    tensors = [t.expand(t.shape[0], *shape, *t.shape[t.ndim - k :]) for t in tensors]
+    return Field(torch.cat(tensors, 0), tuple(axes), first.ring)  # type: ignore[arg-type]
+
+
+def stack(fields: Sequence[Field[*Axes]]) -> Field[*Axes]:
+    """A new leading batch axis over ``fields`` (what ``default_collate`` does with a list of examples)."""
+    return cat([_unsqueezed(f) for f in fields])
+
+
+def _unsqueezed(f: Field[*Axes]) -> Field[*Axes]:
+    return Field(f.tensor.unsqueeze(0), tuple(s.unsqueeze_batch(0) for s in f.structures), f.ring)  # type: ignore[arg-type]
+
+
+def _pad_to(t: Tensor, dim: int, size: int) -> Tensor:
+    n = t.shape[dim]
+    if n == size:
+        return t
+    pad = t.new_zeros((*t.shape[: t.ndim + dim], size - n, *t.shape[t.ndim + dim + 1 :]))
+    return torch.cat([t, pad], dim)
+
+
+def _flatten(f: Field[*tuple[Any, ...]]) -> tuple[list[Any], Ring]:
+    return [f.tensor, *f.structures], f.ring
+
+
+def _unflatten(children: Any, ring: Ring) -> Field[*tuple[Any, ...]]:
+    tensor, *axes = list(children)
+    return Field._of(tensor, tuple(axes), ring)
+
+
+def _collate(batch: Sequence[Field[*tuple[Any, ...]]], *, collate_fn_map: Any = None) -> Field[*tuple[Any, ...]]:
+    return stack(batch)
+
+
+pytree.register_pytree_node(Field, _flatten, _unflatten)
+default_collate_fn_map[Field] = _collate

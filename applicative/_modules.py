@@ -17,11 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from ._algebra import affine_through, linear, pointwise
-from ._attention import Normalise, attention, scaled_softmax
+from ._attention import CausalSoftmax, Normalise, ScaledSoftmax, attention, scaled_softmax
 from ._errors import StructureError
-from ._field import Field
+from ._field import Field, expect_field
 from ._layers import layer_norm
-from ._ring import REAL
+from ._ring import REAL, Real, Ring
 from ._structure import Pointwise, Structure
 from ._tensor import unflatten
 
@@ -46,24 +46,28 @@ class Linear(nn.Module, Generic[I, O]):
         out: O,
         bias: bool = True,
         *,
+        ring: Ring = REAL,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        self.inp, self.out = inp, out
+        for s in (inp, out):
+            s.check_ring(ring, "Linear")
+        self.inp, self.out, self.ring = inp, out, ring
         k = 1.0 / math.sqrt(inp.size)
         self.weight = nn.Parameter(torch.empty(out.size, inp.size, dtype=dtype, device=device).uniform_(-k, k))
         self.bias = nn.Parameter(torch.empty(out.size, dtype=dtype, device=device).uniform_(-k, k)) if bias else None
 
     @property
     def weight_field(self) -> Field[O, I]:
-        return Field(self.weight, (self.out, self.inp))
+        return Field(self.weight, (self.out, self.inp), self.ring)
 
     @property
     def bias_field(self) -> Field[O] | None:
-        return None if self.bias is None else Field(self.bias, (self.out,))
+        return None if self.bias is None else Field(self.bias, (self.out,), self.ring)
 
     def forward(self, x: Field[*B, I]) -> Field[*B, O]:
+        expect_field("Linear", x)
         return linear(self.weight_field, self.bias_field, x)
 
     def __call__(self, x: Field[*B, I]) -> Field[*B, O]:
@@ -83,15 +87,17 @@ class MLP(nn.Module, Generic[I, O]):
         out: O,
         activation: Pointwise = torch.relu,
         *,
+        ring: Ring = REAL,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         self.activation = activation
-        self.linear1: Linear[I, Structure] = Linear(inp, hidden, dtype=dtype, device=device)
-        self.linear2: Linear[Structure, O] = Linear(hidden, out, dtype=dtype, device=device)
+        self.linear1: Linear[I, Structure] = Linear(inp, hidden, ring=ring, dtype=dtype, device=device)
+        self.linear2: Linear[Structure, O] = Linear(hidden, out, ring=ring, dtype=dtype, device=device)
 
     def forward(self, x: Field[*B, I]) -> Field[*B, O]:
+        expect_field("MLP", x)
         return self.linear2(pointwise(self.activation, self.linear1(x)))
 
     def __call__(self, x: Field[*B, I]) -> Field[*B, O]:
@@ -106,17 +112,21 @@ class LayerNorm(nn.Module, Generic[D]):
         d: D,
         eps: float = 1e-5,
         *,
+        ring: Ring = REAL,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        _real_only("LayerNorm", ring, "a mean and a variance")
+        d.check_ring(ring, "LayerNorm")
         self.d, self.eps = d, eps
         one = torch.ones((), dtype=dtype, device=device)
         self.weight = nn.Parameter(d.pure(one, -1).clone())
         self.bias = nn.Parameter(torch.zeros(d.size, dtype=dtype, device=device))
 
     def forward(self, x: Field[*B, D]) -> Field[*B, D]:
-        return layer_norm(x, Field(self.weight, (self.d,)), Field(self.bias, (self.d,)), self.eps)
+        expect_field("LayerNorm", x)
+        return layer_norm(x, Field(self.weight, (self.d,), x.ring), Field(self.bias, (self.d,), x.ring), self.eps)
 
     def __call__(self, x: Field[*B, D]) -> Field[*B, D]:
         return cast("Field[*B, D]", super().__call__(x))
@@ -147,29 +157,34 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         normalise: Normalise | None = None,
         bias: bool = True,
         *,
+        ring: Ring = REAL,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         if heads < 1:
             raise StructureError(f"MultiHeadAttention: heads must be >= 1, got {heads}")
-        self.model, self.key, self.value, self.heads = model, key, value, heads
+        for s in (model, key, value):
+            s.check_ring(ring, "MultiHeadAttention")
+        self.model, self.key, self.value, self.heads, self.ring = model, key, value, heads, ring
         self.normalise = normalise if normalise is not None else scaled_softmax(key.size)
+        if not isinstance(ring, Real) and isinstance(self.normalise, (ScaledSoftmax, CausalSoftmax)):
+            _real_only("MultiHeadAttention", ring, "a softmax")
         self.keys, self.values = key.stack(heads), value.stack(heads)
         n_in = 2 * self.keys.size + self.values.size
         k = 1.0 / math.sqrt(model.size)
         self.in_proj_weight = nn.Parameter(torch.empty(n_in, model.size, dtype=dtype, device=device).uniform_(-k, k))
         self.in_proj_bias = nn.Parameter(torch.zeros(n_in, dtype=dtype, device=device)) if bias else None
-        self.out_proj: Linear[Structure, D] = Linear(self.values, model, bias, dtype=dtype, device=device)
+        self.out_proj: Linear[Structure, D] = Linear(self.values, model, bias, ring=ring, dtype=dtype, device=device)
 
     def _project(self, x: Field[*tuple[Any, ...]], rows: slice) -> Tensor:
         b = None if self.in_proj_bias is None else self.in_proj_bias[rows]
-        return affine_through(self.model, x.structures[:-1], x.tensor, self.in_proj_weight[rows], b, REAL)
+        return affine_through(self.model, x.structures[:-1], x.tensor, self.in_proj_weight[rows], b, self.ring)
 
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
         t = unflatten(t, -1, (self.heads, per_head.size)).transpose(-2, -3)
-        return Field(t, (s.unsqueeze_batch(-1), per_head))
+        return Field(t, (s.unsqueeze_batch(-1), per_head), self.ring)
 
     def forward(
         self,
@@ -178,6 +193,9 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         normalise: Normalise | None = None,
     ) -> Field[S, D]:
         """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``)."""
+        expect_field("MultiHeadAttention", x)
+        if memory is not None:
+            expect_field("MultiHeadAttention", memory, "memory")
         d, w = self.model, self.in_proj_weight
         for name, f in (("input", x), ("memory", memory)):
             if f is not None and f.structures[-1] != d:
@@ -205,7 +223,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         v = self._heads(tv, s_kv, self.value)
         o = attention(normalise or self.normalise, q, k, v).tensor  # (..., h, n, gv)
         o = o.transpose(-2, -3).flatten(-2)  # (..., n, h * gv)
-        return self.out_proj(Field(o, (s_q, self.values)))  # type: ignore[arg-type]
+        return self.out_proj(Field(o, (s_q, self.values), self.ring))  # type: ignore[arg-type]
 
     def __call__(
         self,
@@ -214,3 +232,8 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         normalise: Normalise | None = None,
     ) -> Field[S, D]:
         return cast("Field[S, D]", super().__call__(x, memory, normalise))
+
+
+def _real_only(op: str, ring: Ring, what: str) -> None:
+    if not isinstance(ring, Real):
+        raise StructureError(f"{op}: {what} needs the real ring, not {ring!r}; build this part over REAL")

@@ -54,6 +54,31 @@ class Ring(abc.ABC):
             acc = self.add(acc, x.select(dim, i))
         return acc
 
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        """``Σ_j a_ij ⊗ b_jk``: the ring's matrix product ``(..., m, n) x (..., n, k)``. Override with a fused kernel.
+
+        The generic definition materialises the ``m x n x k`` products.
+        """
+        return self.sum(self.mul(a.unsqueeze(-1), b.unsqueeze(-3)), -2)
+
+    def weights(self, log_w: Tensor) -> Tensor:
+        """A measure's non-negative real weights ``w = e^{log w}`` as ring elements.
+
+        Needs a semiring homomorphism from the non-negative reals: the identity for
+        the reals; for an idempotent semiring (``1 + 1 = 1``) the support
+        indicator (``zero`` where ``w = 0``, ``one`` elsewhere). Other rings have no
+        such map and raise, naming the ring.
+        """
+        if self.idempotent:
+            return torch.where(torch.isneginf(log_w), self.zero(log_w), self.one(log_w))
+        raise StructureError(
+            f"{self!r} cannot weigh values by a measure (it has no map from the non-negative reals); "
+            "use REAL, an idempotent semiring such as MAX_PLUS, or a structure with the counting measure"
+        )
+
+    #: ``1 + 1 = 1``: every positive weight acts as ``one`` (:meth:`weights`)
+    idempotent: bool = False
+
     def check_dtype(self, dtype: torch.dtype) -> None:
         """Raise :class:`StructureError` if this ring cannot hold values of ``dtype``."""
         if not (dtype.is_floating_point or dtype.is_complex):
@@ -85,6 +110,12 @@ class Real(Ring):
 
     def sum(self, x: Tensor, dim: int) -> Tensor:
         return x.sum(dim)
+
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        return torch.matmul(a, b)
+
+    def weights(self, log_w: Tensor) -> Tensor:
+        return log_w.exp()
 
     def __repr__(self) -> str:
         return "Real()"

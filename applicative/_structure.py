@@ -1,40 +1,54 @@
 """Structures: the objects that own one axis of a :class:`~applicative.Field`.
 
-A structure ``f`` is the runtime half of the design source's type classes:
+The contract (DESIGN §3). Most structures are an index set with a measure; a
+structure author writes only:
 
-* ``Applicative f`` -- :meth:`Structure.pure`, :meth:`Structure.fmap`,
-  :meth:`Structure.zip_with` (the ``pair`` of the monoidal form, fused with the
-  function applied to the pairs) and :meth:`Structure.join`, which finds the
-  structure two values are paired on (the identity for fixed-size structures,
-  the common refinement for trees).
-* ``Counit f a`` -- :meth:`Structure.counit`, the algebra ``f a -> a``.
+1. its size, and per-example data if it has any (:meth:`Structure.data` /
+   :meth:`Structure.with_data`: tensors whose leading axes are the batch);
+   equality, hashing, ``.to(device)``, batching and pytree registration come
+   with the base class;
+2. its stored basis, if values are not stored at their positions
+   (:attr:`Structure.basis`, a :class:`Basis`; ``None``: the identity);
+3. its measure at the positions: :meth:`Structure.log_measure` (``None``: the
+   counting measure); optionally an exact :meth:`Structure.metric` on the
+   stored basis;
+4. only if pairing is data dependent (trees): :meth:`Structure.join` and
+   :meth:`Structure.refine`.
 
-Everything else is derived, once, with a *generic definition* written from
-these primitives. A structure may override a derived operation with a fused
-kernel -- :meth:`Structure.contract` above all -- and the law checker verifies
-that the override equals the generic definition.
+Everything else -- ``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract``,
+``affine``, ``mass``, ``softmax``, ``layer_norm`` and the attention lowering --
+is derived once, in :mod:`applicative._kernels`; the methods here are
+one-line shells over those free functions. A structure may override one for
+speed; the law checker checks the override against the derived and the
+generic definitions.
+
+Capabilities (DESIGN §5) are declared, not assumed: :attr:`Structure.ordered`
+(causal masks), :meth:`Structure.split` (attention heads), and the rings a
+structure supports (:meth:`Structure.check_ring`). Each raises a
+:class:`StructureError` naming the structure and the capability.
 
 Tensor conventions. A structure acts on one tensor axis ``dim`` (negative
 indices count from the end). Axes before ``dim`` are batch axes (outer
 structures, or untyped batch); axes after it are the inner structures of the
-values it holds. Structures that carry per-example data (a batch of trees)
-broadcast that data against the *leading* axes of the tensors they act on
-(left-aligned): typed axes and attention heads sit between the batch and the
-structure's own axis, so right alignment would pair the wrong axes.
+values it holds. Per-example data lines up with the *leading* axes of the
+tensors it acts on (left-aligned): typed axes and attention heads sit between
+the batch and the structure's own axis.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import torch
+import torch.utils._pytree as pytree
 from torch import Tensor
 
+from . import _kernels as k
 from ._errors import StructureError
-from ._ring import REAL, Ring
-from ._tensor import broadcast_pair, unflatten
+from ._ring import Ring
+from ._tensor import broadcast_batch, unflatten
 
 Pointwise = Callable[[Tensor], Tensor]
 Pointwise2 = Callable[[Tensor, Tensor], Tensor]
@@ -70,33 +84,133 @@ class Counit(Protocol):
         ...
 
 
+class Basis(abc.ABC):
+    """A stored basis other than the positions: the linear maps between stored values and positions.
+
+    ``positions(x, dim, points)`` gives the values at ``points`` positions (the
+    structure's own ``size``, or more: an oversampled grid); ``stored(v, dim)``
+    maps values at any number ``>= size`` of positions back, truncating.
+    Products of two stored values are exact on :attr:`grid` positions.
+    """
+
+    @property
+    @abc.abstractmethod
+    def grid(self) -> int:
+        """Positions on which the product of two stored values is exact."""
+
+    @abc.abstractmethod
+    def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
+        """Stored values along ``dim`` -> values at ``points`` positions."""
+
+    @abc.abstractmethod
+    def stored(self, v: Tensor, dim: int) -> Tensor:
+        """Values at positions along ``dim`` -> the stored values (truncated to the structure's size)."""
+
+
 class Structure(abc.ABC):
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
-    Subclasses implement :meth:`pure`, :meth:`counit` and, unless values are
-    stored at their positions, :meth:`fmap` and :meth:`zip_with`. Declaring a
-    nominal axis is a subclass too: ``class Model(Vector): size = 64``.
+    Subclasses supply the contract above; declaring a nominal axis is a subclass
+    too: ``class Model(Vector): size = 64``.
     """
 
-    #: length of the tensor axis this structure owns (a class attribute for nominal axes)
+    #: length of the tensor axis this structure owns
     size: int
-    #: whether values are stored at their positions (so ``pure`` is a broadcast and anything
-    #: applied to each stored entry is ``fmap``); False for a Chebyshev axis (coefficients)
-    stores_positions: bool = True
+    #: capability: positions are ordered, so causal masks (and scans) make sense
+    ordered: ClassVar[bool] = False
 
-    # ---- Applicative -------------------------------------------------------
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # every structure is a pytree node: its per-example tensors are leaves
+        pytree.register_pytree_node(cls, _flatten, _unflatten)
 
-    @abc.abstractmethod
-    def pure(self, x: Tensor, dim: int) -> Tensor:
-        """Insert this structure's axis at ``dim`` holding ``x`` everywhere (``pure x``)."""
+    # ---- 1. size, per-example data, identity ---------------------------------
 
-    def fmap(self, f: Pointwise, x: Tensor, dim: int) -> Tensor:
-        """``fmap f``: values stored at their positions, so ``f`` runs with ``dim`` as a batch axis."""
-        return f(x)
+    def data(self) -> tuple[Tensor, ...]:
+        """Per-example tensors (leading axes: the batch). Empty for a structure determined by its size."""
+        return ()
 
-    def zip_with(self, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
-        """``fmap (uncurry f) (pair a b)`` for two values on this same structure."""
-        return f(a, b)
+    def with_data(self, data: tuple[Tensor, ...]) -> Self:
+        """The same structure holding other (already valid) per-example tensors: moved, indexed, concatenated."""
+        return self
+
+    def static(self) -> Hashable:
+        """What identifies this structure besides its tensors (hashable)."""
+        return self.size
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Leading batch shape of the per-example data (``()`` when it has none)."""
+        return torch.Size()
+
+    def __eq__(self, other: object) -> bool:
+        """Same class, same static part, and the *same* per-example tensors (never reads values: no host sync).
+
+        Use :meth:`equals` to compare the data's values.
+        """
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return False
+        assert isinstance(other, Structure)
+        mine, theirs = self.data(), other.data()
+        return self.static() == other.static() and all(a is b for a, b in zip(mine, theirs, strict=True))
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.static()))
+
+    def equals(self, other: Structure) -> bool:
+        """Equality of the per-example data's *values* (reads them: a host synchronisation on CUDA)."""
+        if type(other) is not type(self) or self.static() != other.static():
+            return False
+        return all(
+            a.shape == b.shape and bool(torch.equal(a, b.to(a.device)))
+            for a, b in zip(self.data(), other.data(), strict=True)
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.size})"
+
+    # ---- 2. stored basis <-> positions ---------------------------------------
+
+    @property
+    def basis(self) -> Basis | None:
+        """The stored basis; ``None`` when values are stored at their positions."""
+        return None
+
+    def positions(self, x: Tensor, dim: int, points: int | None = None) -> Tensor:
+        """Values at the positions (``points`` of them on an oversampled grid); the identity by default."""
+        b = self.basis
+        return x if b is None else b.positions(x, dim, self.size if points is None else points)
+
+    def stored(self, v: Tensor, dim: int) -> Tensor:
+        """Values at positions -> stored values; the identity by default."""
+        b = self.basis
+        return v if b is None else b.stored(v, dim)
+
+    @property
+    def grid(self) -> int:
+        """Positions on which products of two stored values are exact (``size`` unless the basis says more)."""
+        return self.size if self.basis is None else self.basis.grid
+
+    # ---- 3. the measure --------------------------------------------------------
+
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None:
+        """``log w`` at the positions, ``(*batch, points or size)``; ``None`` for the counting measure (``w = 1``).
+
+        ``-inf`` marks positions of weight zero (padding). ``points`` asks for the
+        weights on an oversampled grid (structures with a :attr:`basis`).
+        """
+        return None
+
+    def metric(self, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """The Gram matrix ``W = Pᵀ diag(w) P`` of the stored basis on its product grid, ``(n, n)``.
+
+        Derived from :meth:`positions` and :meth:`log_measure`; override with an exact one.
+        """
+        return k.metric(self, dtype, device)
+
+    # ---- 4. pairing -----------------------------------------------------------
 
     def join(self, other: Structure, op: str) -> Structure:
         """The structure two values are paired on; fixed structures must simply be equal."""
@@ -108,18 +222,79 @@ class Structure(abc.ABC):
         return self
 
     def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
-        """Re-express a value of ``self`` on a finer structure ``target`` (copying leaves down)."""
+        """Re-express a value of ``self`` on a finer structure ``target`` (copying values down)."""
         if target != self:
             raise StructureError(f"cannot refine {self!r} to {target!r}")
         return x
 
-    # ---- Counit --------------------------------------------------------------
+    # ---- derived: Applicative and Counit ---------------------------------------
 
-    @abc.abstractmethod
+    def pure(self, x: Tensor, dim: int) -> Tensor:
+        """Insert this structure's axis at ``dim`` holding ``x`` everywhere (``pure x``)."""
+        return k.pure(self, x, dim)
+
+    def fmap(self, f: Pointwise, x: Tensor, dim: int) -> Tensor:
+        """``fmap f``: ``f`` at the positions, with axis ``dim`` as a batch axis."""
+        return k.fmap(self, f, x, dim)
+
+    def zip_with(self, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
+        """``fmap (uncurry f) (pair a b)`` for two values on this same structure (on the product grid)."""
+        return k.zip_with(self, f, a, b, dim)
+
     def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
-        """Collapse axis ``dim`` of ``x``: the algebra ``f a -> a``."""
+        """Collapse axis ``dim`` of ``x``: ``Σ_positions w ⊗ x`` (a sum, integral, expectation)."""
+        return k.counit(self, x, dim, ring)
 
-    # ---- checks --------------------------------------------------------------
+    # ---- derived kernels ---------------------------------------------------------
+
+    def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+        """``counit (zip_with mul a b)`` as a matrix product: ``(..., m, n) x (..., n, k) -> (..., m, k)``."""
+        return k.contract(self, a, b, ring)
+
+    def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+        """``x Wᵀ + b`` contracting this axis: ``x`` ``(..., n)``, ``weight`` ``(m, n)``, ``bias`` ``(m,)``."""
+        return k.affine(self, x, weight, bias, ring)
+
+    def mass(self, like: Tensor) -> Tensor:
+        """``counit (pure 1)``, shaped like ``like.shape[:-1]`` (``n`` for a vector, 2 on [-1, 1])."""
+        return k.mass(self, like)
+
+    def softmax(self, x: Tensor, dim: int) -> Tensor:
+        """``e^x / counit(e^x)`` along ``dim``, against this structure's measure."""
+        return k.softmax(self, x, dim)
+
+    def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+        """Layer norm over the last axis with mean and variance taken by the measure."""
+        return k.layer_norm(self, x, weight, bias, eps)
+
+    # ---- capabilities -------------------------------------------------------------
+
+    def split(self, heads: int) -> Structure:
+        """The per-head structure for ``heads`` attention heads over this one (capability: splitting into heads)."""
+        if heads == 1:
+            return self
+        raise StructureError(
+            f"{self!r} cannot be split into {heads} heads (it declares no split); "
+            "pass key= and value= structures for each head, or use heads=1"
+        )
+
+    def stack(self, copies: int) -> Structure:
+        """``copies`` side-by-side copies of this structure as one axis (the heads' outputs)."""
+        return Stacked(self, copies)
+
+    def check_ring(self, ring: Ring, op: str) -> None:
+        """Raise :class:`StructureError` if values on this structure cannot live in ``ring``."""
+        k.check_ring(self, ring, op)
+
+    def require_order(self, op: str) -> None:
+        """Raise :class:`StructureError` unless this structure is :attr:`ordered`."""
+        if not self.ordered:
+            raise StructureError(
+                f"{op}: {self!r} has no order (capability `ordered`), so a causal mask means nothing on it; "
+                "use an ordered sequence structure (Vector, Padded) for causal attention"
+            )
+
+    # ---- checks and per-example batches ------------------------------------------
 
     def check(self, x: Tensor, dim: int, where: str) -> None:
         """Raise :class:`StructureError` unless axis ``dim`` of ``x`` can hold this structure."""
@@ -129,82 +304,79 @@ class Structure(abc.ABC):
                 f"{where}: axis {dim} should be {self!r} of size {self.size}, "
                 f"but the tensor has size {n} there (tensor shape {tuple(x.shape)})"
             )
+        batch = self.batch_shape
+        if batch:
+            q = min(dim % x.ndim, len(batch))
+            if broadcast_batch(x.shape[:q], batch[:q]) is None:
+                raise StructureError(
+                    f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
+                    f"{self!r} {tuple(batch)} (per-example data lines up with the leading axes of a tensor)"
+                )
 
-    def unsqueeze_batch(self, dim: int) -> Structure:
+    def unsqueeze_batch(self, dim: int) -> Self:
         """This structure with a size-1 batch axis inserted into its per-example data (if any)."""
-        return self
+        q = len(self.batch_shape)
+        if not self.data():
+            return self
+        pos = dim if dim >= 0 else q + 1 + dim
+        if not 0 <= pos <= q:
+            raise StructureError(f"{self!r}.unsqueeze_batch: axis {dim} out of range for batch rank {q}")
+        if pos == q:  # a trailing batch axis of size 1 is implicit
+            return self
+        return self._memo(("unsqueeze", pos), lambda: self.with_data(tuple(t.unsqueeze(pos) for t in self.data())))
 
-    # ---- derived operations: generic definitions, overridable by fused kernels
+    def to(self, device: torch.device | str) -> Self:
+        """This structure with its per-example data on ``device`` (memoised: moving twice gives one object)."""
+        device = torch.device(device)
+        data = self.data()
+        if not data or all(t.device == device for t in data):
+            return self
+        return self._memo(("to", device), lambda: self.with_data(tuple(t.to(device) for t in data)))
 
-    def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
-        """``counit (zip_with mul a b)`` along this axis, as a matrix product.
+    def index_batch(self, index: Any) -> Self:
+        """The examples ``index`` of the leading batch axis (a broadcast axis of size 1 is kept)."""
+        data = self.data()
+        if not data or not self.batch_shape or self.batch_shape[0] == 1:
+            return self
+        return self.with_data(tuple(t[index] for t in data))
 
-        ``a``: ``(..., m, n)``, ``b``: ``(..., n, k)`` with ``n`` this structure;
-        returns ``(..., m, k)``. The generic definition materialises the
-        ``m x n x k`` product; structures override it with a metric.
+    @classmethod
+    def concat(cls, structures: Sequence[Self]) -> Self:
+        """Join batches of structures along their leading batch axis (for ``cat``/collate).
+
+        A structure without per-example data needs all of them equal; one with
+        data concatenates it (every structure needs a batch axis, or none do and
+        they must be equal). Override to pad to a common size.
         """
-        pa, pb = broadcast_pair(a.unsqueeze(-1), b.unsqueeze(-3))  # (..., m, n, k)
-        return self.counit(self.zip_with(ring.mul, pa, pb, -2), -2, ring)
+        first = structures[0]
+        if all(s == first for s in structures):
+            return first
+        if not first.data() or any(type(s) is not cls or s.size != first.size for s in structures):
+            raise StructureError(
+                f"cannot concatenate fields on different structures {[repr(s) for s in structures][:4]}; "
+                "build the batch on one structure"
+            )
+        if any(not s.batch_shape for s in structures):
+            raise StructureError(
+                f"cannot concatenate {first!r} and others without a batch axis; give each a batch of its own"
+            )
+        parts = [s.data() for s in structures]
+        return first.with_data(tuple(torch.cat(ts, 0) for ts in zip(*parts, strict=True)))
 
-    def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
-        """``x Wᵀ + b`` contracting this axis: ``x`` ``(..., n)``, ``weight`` ``(m, n)``, ``bias`` ``(m,)``.
+    def _memo(self, key: Hashable, build: Callable[[], Self]) -> Self:
+        memo: dict[Hashable, Any] = self.__dict__.setdefault("_memo_cache", {})
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]  # type: ignore[no-any-return]
 
-        The bias is added to every entry of ``x``'s leading axes; callers lift it
-        through outer structures that store another basis (:func:`applicative.linear` does).
-        """
-        y = self.contract(x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
-        return y if bias is None else ring.add(y, bias)
 
-    def mass(self, like: Tensor) -> Tensor:
-        """``counit (pure 1)``: the total mass of the measure (``n`` for a vector, 2 on [-1, 1])."""
-        ones = like.new_ones(like.shape[:-1])
-        return self.counit(self.pure(ones, -1), -1, REAL)
+def _flatten(s: Structure) -> tuple[list[Tensor], Structure]:
+    return list(s.data()), s
 
-    def softmax(self, x: Tensor, dim: int) -> Tensor:
-        """``e^x / counit(e^x)`` along ``dim``: normalised against this structure's measure.
 
-        For stability it first subtracts ``pure m`` -- a constant function, in
-        any stored basis -- with ``m`` the largest stored value.
-        """
-        e = self.fmap(torch.exp, x - self.pure(x.amax(dim).detach(), dim), dim)
-        return e / self.counit(e, dim, REAL).unsqueeze(dim)
-
-    def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-        """Layer norm over the last axis, with mean and variance taken by the counit.
-
-        ``mean = counit x / counit (pure 1)``, ``var = counit ((x - mean)^2) / counit (pure 1)``;
-        ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (products are zips).
-        """
-        mass = self.mass(x)
-        mean = self.counit(x, -1, REAL) / mass
-        centred = x - self.pure(mean, -1)
-        var = self.counit(self.zip_with(torch.mul, centred, centred, -1), -1, REAL) / mass
-        return self.scale_shift(centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
-
-    def scale_shift(self, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
-        """``y * weight + bias`` along the last axis (the product is a zip: a product of functions)."""
-        if weight is not None:
-            y = self.zip_with(torch.mul, y, weight.expand_as(y), -1)
-        if bias is not None:
-            y = y + bias
-        return y
-
-    # ---- lowering hooks for fused attention (see applicative._attention) ----
-
-    def sdpa_factor(self, x: Tensor) -> Tensor | None:
-        """``x L`` where this structure's contraction metric is ``M = L Lᵀ``; ``None`` if unavailable."""
-        return None
-
-    def sdpa_log_measure(self, like: Tensor) -> Tensor | None:
-        """Log-weights of a diagonal measure at stored positions, ``None`` for counting measure.
-
-        Raise ``NotImplementedError`` if the measure is not diagonal.
-        """
-        raise NotImplementedError
-
-    def stack(self, copies: int) -> Structure:
-        """``copies`` side-by-side copies of this structure as one axis (for attention heads)."""
-        return Stacked(self, copies)
+def _unflatten(leaves: Any, template: Structure) -> Structure:
+    data = tuple(leaves)
+    return template if not data else template.with_data(data)
 
 
 class Stacked(Structure):
@@ -221,18 +393,14 @@ class Stacked(Structure):
         self.base = base
         self.copies = copies
         self.size = base.size * copies
-        self.stores_positions = base.stores_positions
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stacked) and (self.base, self.copies) == (other.base, other.copies)
-
-    def __hash__(self) -> int:
-        return hash((Stacked, self.base, self.copies))
+    def static(self) -> Hashable:
+        return (self.base, self.copies)
 
     def __repr__(self) -> str:
         return f"Stacked({self.base!r}, {self.copies})"
 
-    def split(self, x: Tensor, dim: int) -> Tensor:
+    def _split(self, x: Tensor, dim: int) -> Tensor:
         """``(..., copies * n, ...)`` -> ``(..., copies, n, ...)`` at ``dim``."""
         d = dim % x.ndim
         return unflatten(x, d, (self.copies, self.base.size))
@@ -244,17 +412,23 @@ class Stacked(Structure):
 
     def fmap(self, f: Pointwise, x: Tensor, dim: int) -> Tensor:
         d = dim % x.ndim
-        return self.base.fmap(f, self.split(x, d), d + 1).flatten(d, d + 1)
+        return self.base.fmap(f, self._split(x, d), d + 1).flatten(d, d + 1)
 
     def zip_with(self, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
         d = dim % a.ndim
-        return self.base.zip_with(f, self.split(a, d), self.split(b, d), d + 1).flatten(d, d + 1)
+        return self.base.zip_with(f, self._split(a, d), self._split(b, d), d + 1).flatten(d, d + 1)
 
     def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
         d = dim % x.ndim
-        return ring.sum(self.base.counit(self.split(x, d), d + 1, ring), d)
+        return ring.sum(self.base.counit(self._split(x, d), d + 1, ring), d)
 
     def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
         a4 = unflatten(a, -1, (self.copies, self.base.size)).movedim(-2, -3)  # (..., c, m, n)
         b4 = unflatten(b, -2, (self.copies, self.base.size))  # (..., c, n, k)
         return ring.sum(self.base.contract(a4, b4, ring), -3)
+
+    def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+        return k.affine_by_contract(self, x, weight, bias, ring)
+
+    def check_ring(self, ring: Ring, op: str) -> None:
+        self.base.check_ring(ring, op)

@@ -78,6 +78,7 @@ __all__ = [
     "metric",
     "metric_factor",
     "points",
+    "quadrature_weights",
     "values",
     "vandermonde",
 ]
@@ -299,6 +300,21 @@ def _weights64(n: int) -> Tensor:
 def _cached_weights(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_weights64(n), dtype, device)
+
+
+@_constant
+def _quadrature64(m: int) -> Tensor:
+    with torch.inference_mode(False):
+        return _coefficients_matrix(m, m, torch.float64, torch.device("cpu")).transpose(0, 1) @ _weights64(m)
+
+
+def quadrature_weights(m: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
+    """Fejér's first rule: ``ρ_j`` with ``Σ_j ρ_j f(t_j) = ∫ f`` for degree ``< m`` at :func:`points` ``(m)``; ``(m,)``.
+
+    ``ρ = Cᵀ w``: interpolate (the DCT-II ``C``), then integrate term by term. All
+    ``ρ_j > 0`` (Fejér 1933), so a softmax weighted by them stays positive.
+    """
+    return _quadrature64(m).to(dtype=dtype, device=device)
 
 
 def integral_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:

@@ -14,11 +14,13 @@ rejected with an error instead of exhausting Python's recursion limit.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import TypeAlias, TypeVar, Union
 
 from applicative import StructureError
+from applicative._errors import summary
 
 L = TypeVar("L")
 
@@ -36,10 +38,12 @@ def flatten(tree: Nested[L], max_depth: int) -> tuple[list[L], list[int]]:
         if isinstance(node, tuple):
             if len(node) != 2:
                 raise StructureError(
-                    f"Tree: a node must be a 2-tuple (left, right), got a {len(node)}-tuple {node!r:.80}"
+                    f"Tree: a node must be a 2-tuple (left, right), got a {len(node)}-tuple {summary(node)}"
                 )
             if d >= max_depth:
-                raise StructureError(f"Tree: deeper than the maximum depth {max_depth} (a leaf below {node!r:.60})")
+                raise StructureError(
+                    f"Tree: deeper than the maximum depth {max_depth} (a leaf below {summary(node, 60)})"
+                )
             stack.append((node[1], d + 1))
             stack.append((node[0], d + 1))
         else:
@@ -50,10 +54,42 @@ def flatten(tree: Nested[L], max_depth: int) -> tuple[list[L], list[int]]:
 
 def flatten_all(trees: Sequence[Nested[L]], max_depth: int) -> tuple[list[list[L]], list[list[int]]]:
     """:func:`flatten` for each tree of a non-empty batch."""
-    if isinstance(trees, tuple) or len(trees) == 0:
-        raise StructureError("Tree.from_nested: pass a non-empty list of trees (a tuple would be read as one tree)")
+    _expect_list("Tree.from_nested", "trees", trees, tuple_is_one=True)
+    if len(trees) == 0:
+        raise StructureError("Tree.from_nested: pass a non-empty list of trees, got an empty one")
     out = [flatten(t, max_depth) for t in trees]
     return [o[0] for o in out], [o[1] for o in out]
+
+
+def _article(name: str) -> str:
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
+def _expect_list(op: str, what: str, value: object, *, tuple_is_one: bool) -> None:
+    """Raise unless ``value`` is a list (a sequence) of items rather than a single item.
+
+    A string is one item; so is a tuple when ``tuple_is_one`` (a nested tuple is one tree).
+    """
+    single = (str, bytes, tuple) if tuple_is_one else (str, bytes)
+    if isinstance(value, Sequence) and not isinstance(value, single):
+        return
+    kind = _article(type(value).__name__)
+    if isinstance(value, tuple):
+        kind += " (a tuple is read as one tree)"
+    shown = json.dumps(value) if isinstance(value, str) and len(value) <= 60 else summary(value, 60)
+    raise StructureError(f"{op}: expected a list of {what}, got {kind}; wrap it: {op}([{shown}])")
+
+
+def parse_all(texts: Sequence[str]) -> list[Nested[str]]:
+    """:func:`parse_sexp` for each s-expression of a list (a bare string is refused, not read by character)."""
+    _expect_list("Tree.from_sexp", "s-expressions", texts, tuple_is_one=False)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise StructureError(
+                f"Tree.from_sexp: s-expression {i} is {_article(type(t).__name__)} {summary(t, 60)}, not a str; "
+                'pass strings such as "((a b) c)", or nested tuples to Tree.from_nested'
+            )
+    return [parse_sexp(t) for t in texts]
 
 
 def build(depths: Sequence[int], leaves: Sequence[L]) -> Nested[L]:
@@ -83,19 +119,19 @@ def parse_sexp(text: str) -> Nested[str]:
             stack.append([])
         elif tok == ")":
             if len(stack) == 1:
-                raise StructureError(f"s-expression {text!r:.80}: unbalanced ')'")
+                raise StructureError(f"s-expression {summary(text)}: unbalanced ')'")
             items = stack.pop()
             if len(items) != 2:
                 raise StructureError(
-                    f"s-expression {text!r:.80}: every list must have exactly two items, got {len(items)}"
+                    f"s-expression {summary(text)}: every list must have exactly two items, got {len(items)}"
                 )
             stack[-1].append((items[0], items[1]))
         else:
             stack[-1].append(tok)
     if len(stack) != 1:
-        raise StructureError(f"s-expression {text!r:.80}: missing ')'")
+        raise StructureError(f"s-expression {summary(text)}: missing ')'")
     if len(stack[0]) != 1:
-        raise StructureError(f"s-expression {text!r:.80}: expected one tree, got {len(stack[0])} items")
+        raise StructureError(f"s-expression {summary(text)}: expected one tree, got {len(stack[0])} items")
     return stack[0][0]
 
 
@@ -117,7 +153,7 @@ def to_sexp(tree: Nested[object]) -> str:
 def _atom(leaf: object) -> str:
     s = str(leaf)
     if not s or _TOKEN.fullmatch(s) is None or s in ("(", ")"):
-        raise StructureError(f"to_sexp: leaf {leaf!r} does not print as an atom (no spaces or parentheses)")
+        raise StructureError(f"to_sexp: leaf {summary(leaf)} does not print as an atom (no spaces or parentheses)")
     return s
 
 

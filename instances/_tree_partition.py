@@ -35,10 +35,13 @@ host synchronisation is reading the refined tree's padded size. On the CPU
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
 from applicative import StructureError
+from applicative._errors import summary
 
 #: deepest leaf a tree may have; breakpoints are numerators over ``2^MAX_DEPTH``
 MAX_DEPTH = 62
@@ -52,12 +55,12 @@ def lengths(depth: Tensor) -> Tensor:
     return torch.bitwise_left_shift(one, MAX_DEPTH - depth)
 
 
-def from_depths(depth: Tensor) -> tuple[Tensor, Tensor]:
+def from_depths(depth: Tensor | Sequence[object]) -> tuple[Tensor, Tensor]:
     """Breakpoints of trees given by their leaf depths, validated.
 
     Args:
         depth: ``(*batch, N)`` integer leaf depths left to right, ``-1`` at
-            (trailing) padding positions.
+            (trailing) padding positions: a tensor, or nested lists of ints.
 
     Returns:
         ``(start, depth)`` in the stored form (``SENTINEL`` / ``0`` padding).
@@ -66,6 +69,7 @@ def from_depths(depth: Tensor) -> tuple[Tensor, Tensor]:
         StructureError: if some row is not the leaf-depth sequence of a full
             binary tree of depth ``<= MAX_DEPTH``.
     """
+    depth = as_depth_tensor(depth)
     if depth.dtype.is_floating_point or depth.dtype.is_complex or depth.dtype == torch.bool:
         raise StructureError(f"Tree: leaf depths must be an integer tensor, got dtype {depth.dtype}")
     if depth.ndim < 1 or depth.shape[-1] < 1:
@@ -97,10 +101,43 @@ def from_depths(depth: Tensor) -> tuple[Tensor, Tensor]:
     return torch.where(mask, start, SENTINEL), torch.where(mask, depth, 0)
 
 
+def as_depth_tensor(depth: object) -> Tensor:
+    """Leaf depths as a tensor: a tensor as it is, nested lists of ints converted (``int64``)."""
+    if isinstance(depth, Tensor):
+        return depth
+    if not isinstance(depth, Sequence) or isinstance(depth, str | bytes):
+        raise StructureError(
+            f"Tree: leaf depths must be an integer tensor or nested lists of ints, got {type(depth).__name__} "
+            f"{summary(depth, 60)}; e.g. Tree(torch.tensor([[1, 2, 2], [1, 1, -1]]))"
+        )
+    try:
+        t = torch.tensor(depth)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise StructureError(
+            f"Tree: leaf depths {summary(depth, 60)} are not a rectangular array of ints ({e}); "
+            "pad shorter trees with -1: [[1, 2, 2], [1, 1, -1]]"
+        ) from None
+    return t.to(torch.int64) if t.numel() == 0 else t  # an empty list is float32 to torch
+
+
 def _row_hint(depth: Tensor, bad: Tensor | None = None) -> str:
     rows = depth.reshape(-1, depth.shape[-1])
     i = 0 if bad is None else int(bad.reshape(-1).nonzero()[0, 0])
-    return f"(row {i}: {rows[i].tolist()})"
+    shown, more = rows[i, :40].tolist(), rows.shape[-1] > 40  # a long row is cut short
+    return f"(row {i}: {str(shown)[:-1]}{', ...' if more else ''}])"
+
+
+def check_tree_index(op: str, index: tuple[int, ...], batch: tuple[int, ...]) -> None:
+    """Raise unless ``index`` selects exactly one tree of a batch of shape ``batch``."""
+    ok = len(index) == len(batch) and all(
+        isinstance(j, int) and not isinstance(j, bool) and -n <= j < n for j, n in zip(index, batch, strict=True)
+    )
+    if not ok:
+        example = "index=()" if not batch else f"index={0 if len(batch) == 1 else tuple(0 for _ in batch)}"
+        raise StructureError(
+            f"{op}: index {index} does not select a single tree of the batch {batch}; "
+            f"pass {len(batch)} int(s), one per batch axis, each in range, e.g. {example}"
+        )
 
 
 def containing(start: Tensor, points: Tensor) -> Tensor:
@@ -113,7 +150,7 @@ def containing(start: Tensor, points: Tensor) -> Tensor:
     return i.clamp_(min=0)
 
 
-def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def merge(start_a: Tensor, start_b: Tensor, static: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The common refinement of two batches of trees (batch shapes already broadcast to one).
 
     One sort of the concatenated breakpoints (plus one ``SENTINEL`` column, so
@@ -126,7 +163,9 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor, Ten
         ``(start, index_a, index_b, mask)``: the refined trees' breakpoints,
         padded to their largest leaf count ``n``; for each refined leaf the
         index of the leaf of ``a`` (of ``b``) containing it; and whether each
-        position is a leaf (not padding); all ``(*batch, n)``.
+        position is a leaf (not padding); all ``(*batch, n)``. With ``static``,
+        ``n = Na + Nb`` (a bound known without reading the data: no host
+        synchronisation, so ``torch.compile`` traces it).
     """
     na, nb = start_a.shape[-1], start_b.shape[-1]
     end = torch.full((*start_a.shape[:-1], 1), SENTINEL, dtype=start_a.dtype, device=start_a.device)
@@ -134,7 +173,8 @@ def merge(start_a: Tensor, start_b: Tensor) -> tuple[Tensor, Tensor, Tensor, Ten
     count_a = torch.cumsum(order < na, -1)  # breakpoints of a up to and including here
     keep = u[..., :-1] != u[..., 1:]  # the last copy of each breakpoint (never a SENTINEL: the last column is one)
     slot = torch.cumsum(keep, -1)  # 1-based slot of each kept copy
-    n = int(slot[..., -1].max())  # the one host synchronisation: the padded size
+    # the one host synchronisation: the padded size (static: the bound Na + Nb)
+    n = na + nb if static else int(slot[..., -1].max())
     width = u.shape[-1]
     slot.mul_(keep)  # dropped entries go to slot 0, a trash slot
     p = torch.arange(width - 1, device=u.device).expand_as(slot)

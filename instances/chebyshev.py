@@ -12,39 +12,39 @@ The transforms between coefficients and values at the Chebyshev points of the
 first kind ``t_j = -cos(π(2j+1)/(2m))`` are DCTs computed with ``torch.fft``
 (see :mod:`instances._chebtransform`, re-exported here).
 
-The structure (the design source's ``CVector``):
+The structure (the design source's ``CVector``) writes only its contract
+(:mod:`applicative._structure`):
 
-* ``pure x`` -- the constant function ``x``: ``c = (x, 0, ..., 0)``.
+* basis: coefficients <-> values at first-kind points (:class:`ChebyshevBasis`),
+  products exact on the ``2n - 1``-point grid;
+* measure: Fejér's first quadrature rule at those points (all weights
+  positive; :func:`quadrature_weights`), and the exact metric ``W_nm = ∫ T_n T_m``.
+
+Everything else is derived from it (:mod:`applicative._kernels`):
+
 * ``fmap f`` -- values at the ``n`` points, ``f`` pointwise, interpolate back:
-  the design source's ReLU. Conjugation by an invertible transform, so
-  ``fmap id = id`` and ``fmap (g . f) = fmap g . fmap f`` hold exactly.
-* ``zip_with f a b`` -- values of both at ``2n - 1`` points, ``f`` pointwise,
-  interpolate and truncate to ``n`` terms. For ``f = *`` the values of the
-  product (degree ``2n - 2``) are exact, so the result is the product series
-  truncated to ``n`` terms (numpy's ``chebmul`` truncated).
-* ``counit p = ∫_{-1}^{1} p = Σ_k w_k c_k`` with ``w_k = 2/(1 - k²)`` (even ``k``), ``0`` (odd ``k``).
-
-Fused kernels, against the exact metric ``W_nm = ∫ T_n T_m``:
-
+  the design source's ReLU. ``zip_with f a b`` -- values of both at ``2n - 1``
+  points, ``f`` pointwise, interpolate and truncate to ``n`` terms (for
+  ``f = *``: numpy's ``chebmul`` truncated).
 * ``contract(a, b) = a W b`` -- the exact integral of the (untruncated)
   product. It equals the generic definition ``counit(zip_with(*))`` exactly
-  when the product of the two series has degree ``< n`` (e.g. both have
-  degree ``< n/2``); otherwise the two differ by ``∫`` of the product's
-  truncated tail, ``Σ_{k>=n} (ab)_k w_k``, and the fused one is the true integral.
-* ``affine(x, A, b) = x W Aᵀ + b`` (rows of ``A`` are functions too).
+  when the product of the two series has degree ``< n``; otherwise the two
+  differ by ``∫`` of the product's truncated tail, and the fused one is the
+  true integral. ``affine(x, A, b) = x W Aᵀ + b`` (rows of ``A`` are functions too).
 * ``softmax`` -- the faithful continuous softmax ``e^{p(t)} / ∫ e^{p(s)} ds``:
   ``e^p`` sampled at ``2n - 1`` points, interpolated, truncated to ``n``
-  terms (``q``) and divided by ``∫ q``, so the result integrates to exactly 1.
-  ``∫ q = Σ_j ρ_j e^{p(t_j)}`` is a quadrature on the ``2n - 1`` points whose
-  weights ``ρ_j`` are all positive (checked numerically up to ``n = 600``;
-  ``min ρ_j > 1/n²``), so the normaliser never vanishes.
-* ``layer_norm`` -- mean ``∫p / 2``, variance ``∫(p - mean)² / 2 = c W c / 2``
-  (exact), then the weight as a function product (``zip_with``) and the bias
-  as a function sum.
-* Attention: ``sdpa_factor(x) = x L`` with ``W = L Lᵀ`` (Cholesky), so
-  Chebyshev *heads* lower to a fused kernel; ``W`` is not diagonal, so
-  :meth:`Chebyshev.sdpa_log_measure` raises ``NotImplementedError`` and
-  attention over Chebyshev *keys* runs the generic definition.
+  terms (``q``) and divided by ``∫ q``.
+* ``layer_norm`` -- mean ``∫p / 2``, variance ``∫(p - mean)² / 2 = c W c / 2`` (exact).
+* Attention: Chebyshev *heads* lower with the factor ``W = L Lᵀ`` (Cholesky);
+  Chebyshev *keys* lower through their quadrature points: keys and values
+  sampled at the ``2n - 1`` points with the bias ``log ρ_j`` -- the quadrature
+  of ``∫ e^{s(t)} v(t) dt / ∫ e^{s(t)} dt``, whose weights ``ρ_j e^{s(t_j)}`` are
+  positive (the truncated series ``q`` is not: it dips below zero where
+  ``e^s`` is sharp).
+
+``pure`` (the constant function ``(x, 0, ..., 0)``) and ``counit``
+(``∫ p = Σ_k w_k c_k``, ``w_k = 2/(1 - k²)`` for even ``k``) are overridden:
+exact and transform-free; the law checker compares them with the derived ones.
 
 :class:`CoefficientSoftmax` is the design source's shortcut: a softmax applied
 directly to the rows of coefficients, as if the coefficients were positions.
@@ -62,11 +62,9 @@ from dataclasses import dataclass
 from typing import TypeVar, TypeVarTuple
 
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import REAL, Field, Normalise, Real, Ring, Sized, Structure, StructureError
-from applicative._structure import Pointwise, Pointwise2
+from applicative import Basis, Field, Normalise, Ring, Sized, Structure, StructureError
 
 from ._chebtransform import (
     coefficients,
@@ -77,13 +75,14 @@ from ._chebtransform import (
     metric,
     metric_factor,
     points,
+    quadrature_weights,
     values,
     vandermonde,
 )
 
 __all__ = [
     "Chebyshev",
-    "ChebyshevArbitrary",
+    "ChebyshevBasis",
     "CoefficientSoftmax",
     "coefficients",
     "derivative",
@@ -93,6 +92,7 @@ __all__ = [
     "metric",
     "metric_factor",
     "points",
+    "quadrature_weights",
     "values",
     "vandermonde",
 ]
@@ -101,12 +101,22 @@ F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
 
 
-def _check_ring(op: str, ring: Ring) -> None:
-    if not isinstance(ring, Real):
-        raise StructureError(
-            f"Chebyshev.{op}: a Chebyshev series integrates over the real ring only, got {ring!r}; "
-            "use a Vector axis for other rings"
-        )
+@dataclass(frozen=True)
+class ChebyshevBasis(Basis):
+    """Coefficients of ``T_0..T_{n-1}`` <-> values at first-kind Chebyshev points (DCTs)."""
+
+    size: int
+
+    @property
+    def grid(self) -> int:
+        """``2n - 1`` points: the product of two series of ``n`` terms has degree ``2n - 2``."""
+        return 2 * self.size - 1
+
+    def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
+        return values(x, dim, points)
+
+    def stored(self, v: Tensor, dim: int) -> Tensor:
+        return coefficients(v, dim, self.size)
 
 
 class Chebyshev(Sized):
@@ -117,12 +127,30 @@ class Chebyshev(Sized):
     never to ``X``).
     """
 
-    stores_positions = False  # coefficients: pure is the constant function, not a broadcast
-
     @property
-    def grid(self) -> int:
-        """Points of the oversampled grid, ``2n - 1``: products of two series are exact there."""
-        return 2 * self.size - 1
+    def basis(self) -> ChebyshevBasis:
+        return ChebyshevBasis(self.size)
+
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
+        """``log ρ_j``: Fejér's first rule on ``points`` (default ``n``) first-kind points."""
+        return quadrature_weights(self.size if points is None else points, dtype, device).log()
+
+    def metric(self, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """The exact Gram matrix ``W_nm = ∫ T_n T_m`` (the derived one equals it up to rounding)."""
+        return metric(self.size, dtype, device)
+
+    # ---- overrides measured faster (and exact): law-checked against the derived kernels ----
+
+    def pure(self, x: Tensor, dim: int) -> Tensor:
+        """The constant function: ``c = (x, 0, ..., 0)`` (no transform)."""
+        d = dim % (x.ndim + 1)
+        rest = x.new_zeros((*x.shape[:d], self.size - 1, *x.shape[d:]))
+        return torch.cat([x.unsqueeze(d), rest], d)
+
+    def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
+        """``∫ p = Σ_k w_k c_k`` on the coefficients (no transform)."""
+        self.check_ring(ring, "Chebyshev.counit")
+        return x.movedim(dim, -1) @ integral_weights(self.size, x.dtype, x.device)
 
     # ---- transforms (thin wrappers over the module functions) --------------
 
@@ -146,67 +174,12 @@ class Chebyshev(Sized):
         """Coefficients of the ``order``-th derivative, same length (top ``order`` terms zero)."""
         return derivative(c, dim, order)
 
-    # ---- Applicative / Counit ----------------------------------------------
-
     def check(self, x: Tensor, dim: int, where: str) -> None:
         super().check(x, dim, where)
         if not x.dtype.is_floating_point:
             raise StructureError(
                 f"{where}: {self!r} holds real coefficients, got dtype {x.dtype}; convert with tensor.to(torch.float32)"
             )
-
-    def pure(self, x: Tensor, dim: int) -> Tensor:
-        d = dim % (x.ndim + 1)
-        rest = x.new_zeros((*x.shape[:d], self.size - 1, *x.shape[d:]))
-        return torch.cat([x.unsqueeze(d), rest], d)
-
-    def fmap(self, f: Pointwise, x: Tensor, dim: int) -> Tensor:
-        return coefficients(f(values(x, dim)), dim)
-
-    def zip_with(self, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
-        m = self.grid
-        return coefficients(f(values(a, dim, m), values(b, dim, m)), dim, self.size)
-
-    def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
-        _check_ring("counit", ring)
-        return x.movedim(dim, -1) @ integral_weights(self.size, x.dtype, x.device)
-
-    # ---- fused kernels -------------------------------------------------------
-
-    def mass(self, like: Tensor) -> Tensor:
-        return like.new_full(like.shape[:-1], 2.0)
-
-    def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
-        _check_ring("contract", ring)
-        w = metric(self.size, a.dtype, a.device)
-        if a.shape[-2] <= b.shape[-1]:
-            return (a @ w) @ b
-        return a @ (w @ b)
-
-    def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
-        _check_ring("affine", ring)
-        if weight.ndim == 2:
-            return nnf.linear(x, weight @ metric(self.size, weight.dtype, weight.device), bias)
-        return super().affine(x, weight, bias, ring)
-
-    def softmax(self, x: Tensor, dim: int) -> Tensor:
-        v = values(x, dim, self.grid)
-        e = torch.exp(v - v.amax(dim, keepdim=True).detach())  # a constant shift of the function
-        c = coefficients(e, dim, self.size)  # the (2n-1)-point interpolant of e^p, truncated
-        return c / self.counit(c, dim, REAL).unsqueeze(dim)
-
-    def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-        w = metric(self.size, x.dtype, x.device)
-        mean = (x @ integral_weights(self.size, x.dtype, x.device)) / 2
-        centred = torch.cat([(x[..., 0] - mean).unsqueeze(-1), x[..., 1:]], -1)
-        var = ((centred @ w) * centred).sum(-1) / 2
-        return self.scale_shift(centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
-
-    def sdpa_factor(self, x: Tensor) -> Tensor | None:
-        return x @ metric_factor(self.size, x.dtype, x.device)
-
-    def sdpa_log_measure(self, like: Tensor) -> Tensor | None:
-        raise NotImplementedError("the Chebyshev metric W is not diagonal: attention over Chebyshev keys is generic")
 
 
 @dataclass(frozen=True)
@@ -224,6 +197,3 @@ class CoefficientSoftmax(Normalise):
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(torch.softmax(scores.tensor * self.scale, -1))
-
-
-from ._chebarbitrary import ChebyshevArbitrary  # noqa: E402 -- it needs Chebyshev defined

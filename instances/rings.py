@@ -25,6 +25,7 @@ class MaxPlus(Ring):
     """The tropical semiring ``(max, +)``."""
 
     exact = True  # max and + are exact on integer-valued floats (and ±inf)
+    idempotent = True
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("-inf"))
@@ -53,6 +54,7 @@ class MinPlus(Ring):
     """The tropical semiring ``(min, +)``: shortest paths."""
 
     exact = True  # min and + are exact on integer-valued floats (and ±inf)
+    idempotent = True
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("inf"))

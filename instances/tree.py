@@ -51,22 +51,23 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TypeVar, final
 
 import torch
+import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Real, Ring, Structure, StructureError
+from applicative import Field, Structure, StructureError
 
 from . import _tree_convert as convert
-from ._tree_linear_merge import merge_linear
 from ._tree_partition import (
     MAX_DEPTH,
     SENTINEL,
     address_bits,
     aligned,
     broadcast_batch,
+    check_tree_index,
     containing,
     from_depths,
     is_refinement,
@@ -76,7 +77,7 @@ from ._tree_partition import (
 
 L = TypeVar("L")
 
-__all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "TreeArbitrary", "tree_field"]
+__all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "tree_field"]
 
 
 class NodeAlgebra(enum.Enum):
@@ -107,7 +108,7 @@ class Tree(Structure):
     mask: Tensor
     algebra: NodeAlgebra
 
-    def __init__(self, depth: Tensor, algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
+    def __init__(self, depth: Tensor | Sequence[object], algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
         start, d = from_depths(depth)
         self._set(start, d, algebra)
 
@@ -128,7 +129,6 @@ class Tree(Structure):
         # (source, index into the source's leaves) for the trees this one was built to refine
         self._sources: list[tuple[Tree, Tensor]] = sources or []
         self._last_join: tuple[Tree, Tree] | None = None
-        self._unsqueezed: dict[int, Tree] = {}
 
     @classmethod
     def _of(
@@ -205,7 +205,7 @@ class Tree(Structure):
         cls, texts: Sequence[str], algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
     ) -> tuple[Tree, list[list[str]]]:
         """A batch of trees from s-expressions ``"((a b) c)"`` (every list has two items), and their atoms."""
-        return cls.from_nested([convert.parse_sexp(t) for t in texts], algebra, device)
+        return cls.from_nested(convert.parse_all(texts), algebra, device)
 
     def leaf_counts(self) -> Tensor:
         """``(*batch,)`` number of leaves of each tree."""
@@ -214,6 +214,7 @@ class Tree(Structure):
     def depths(self, index: int | Sequence[int] = ()) -> list[int]:
         """The leaf depths of one tree (``index`` into the batch)."""
         i = (index,) if isinstance(index, int) else tuple(index)
+        check_tree_index("Tree.depths", i, tuple(self.batch_shape))
         out: list[int] = self.depth[i][self.mask[i]].tolist()
         return out
 
@@ -243,56 +244,55 @@ class Tree(Structure):
             raise StructureError(f"Tree.address: levels must lie in [1, {MAX_DEPTH}], got {levels}")
         return address_bits(self.start, self.depth, levels)
 
-    # ---- identity ---------------------------------------------------------------
+    # ---- the contract: per-example data, the measure ------------------------------
+
+    def data(self) -> tuple[Tensor, ...]:
+        return (self.start, self.depth)
+
+    def with_data(self, data: tuple[Tensor, ...]) -> Tree:
+        return Tree._of(data[0], data[1], self.algebra)
+
+    def static(self) -> Hashable:
+        return (self.algebra, tuple(self.mask.shape))
+
+    def __eq__(self, other: object) -> bool:
+        # a refinement's breakpoints are computed lazily: never force them to compare (it is a new tree anyway)
+        if self is other:
+            return True
+        return isinstance(other, Tree) and None not in (self._start, other._start) and super().__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((Tree, self.algebra, tuple(self.mask.shape)))
 
     @property
     def batch_shape(self) -> torch.Size:
         return self.mask.shape[:-1]
 
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        return (
-            isinstance(other, Tree)
-            and other.algebra is self.algebra
-            and other.mask.shape == self.mask.shape
-            and other.mask.device == self.mask.device
-            and bool(torch.equal(other.start, self.start))
-        )
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
+        """``log w`` at the leaves (``0``, or ``-d log 2`` for ``MEAN``), ``-inf`` at padding; ``(*batch, N)``."""
+        zero = torch.zeros((), dtype=dtype, device=device)
+        logw = zero if self.algebra is NodeAlgebra.SUM else -math.log(2.0) * self.depth.to(dtype)
+        return torch.where(self.mask, logw, float("-inf")).to(device)
 
-    def __hash__(self) -> int:
-        return hash((Tree, self.algebra, tuple(self.mask.shape)))
+    @classmethod
+    def concat(cls, structures: Sequence[Tree]) -> Tree:
+        """Batches of trees joined along their first batch axis, padded to the largest leaf count."""
+        first = structures[0]
+        if all(t is first for t in structures):
+            return first
+        if any(not isinstance(t, Tree) or t.algebra is not first.algebra or not t.batch_shape for t in structures):
+            raise StructureError(
+                f"cannot concatenate {[repr(t) for t in structures][:3]}: trees need one node algebra and a batch axis"
+            )
+        n = max(t.size for t in structures)
+        start = torch.cat([nnf.pad(t.start, (0, n - t.size), value=SENTINEL) for t in structures], 0)
+        depth = torch.cat([nnf.pad(t.depth, (0, n - t.size), value=0) for t in structures], 0)
+        return Tree._of(start, depth, first.algebra)
 
     def __repr__(self) -> str:
         return f"Tree({self.algebra.value}, batch={tuple(self.batch_shape)}, leaves<={self.size})"
 
-    def check(self, x: Tensor, dim: int, where: str) -> None:
-        super().check(x, dim, where)
-        d = dim % x.ndim
-        q = min(d, len(self.batch_shape))
-        if broadcast_batch(x.shape[:q], self.batch_shape[:q]) is None:
-            raise StructureError(
-                f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
-                f"{self!r} {tuple(self.batch_shape)} (trees line up with the leading axes of a tensor)"
-            )
-
-    def unsqueeze_batch(self, dim: int) -> Tree:
-        q = len(self.batch_shape)
-        pos = dim if dim >= 0 else q + 1 + dim
-        if not 0 <= pos <= q:
-            raise StructureError(f"{self!r}.unsqueeze_batch: axis {dim} out of range for batch rank {q}")
-        if pos == q:  # a trailing batch axis of size 1 is implicit
-            return self
-        if pos not in self._unsqueezed:
-            t = Tree._of(self.start.unsqueeze(pos), self.depth.unsqueeze(pos), self.algebra)
-            self._unsqueezed[pos] = t
-        return self._unsqueezed[pos]
-
     # ---- Applicative ----------------------------------------------------------
-
-    def pure(self, x: Tensor, dim: int) -> Tensor:
-        d = dim % (x.ndim + 1)
-        return x.unsqueeze(d).expand(*x.shape[:d], self.size, *x.shape[d:])
 
     def join(self, other: Structure, op: str) -> Structure:
         """The common refinement of the two batches of trees."""
@@ -300,7 +300,8 @@ class Tree(Structure):
             raise StructureError(
                 f"{op}: cannot pair {self!r} with {other!r}: both must be trees with the same node algebra"
             )
-        if self._last_join is not None and self._last_join[0] is other:
+        compiling = torch.compiler.is_compiling()
+        if not compiling and self._last_join is not None and self._last_join[0] is other:
             return self._last_join[1]
         batch = broadcast_batch(self.batch_shape, other.batch_shape)
         if batch is None:
@@ -308,12 +309,17 @@ class Tree(Structure):
                 f"{op}: tree batches {tuple(self.batch_shape)} and {tuple(other.batch_shape)} do not broadcast"
             )
         a, b = _expand(self.start, batch), _expand(other.start, batch)
-        if a.device.type == "cpu":  # a compiled linear merge; its refined breakpoints are computed when asked for
+        if compiling:  # traceable: one batched sort, padded to the static bound Na + Nb (no host sync)
+            start, ia, ib, mask = merge(a, b, static=True)
+        elif a.device.type == "cpu":  # a compiled linear merge; its refined breakpoints are computed when asked for
+            from ._tree_linear_merge import merge_linear  # numba: imported when first needed
+
             start, (ia, ib, mask) = None, merge_linear(a, b)
         else:  # one batched sort (the same results)
             start, ia, ib, mask = merge(a, b)
         out = Tree._of(start, None, self.algebra, mask, [(self, ia), (other, ib)])
-        self._last_join = (other, out)
+        if not compiling:
+            self._last_join = (other, out)
         return out
 
     def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
@@ -351,80 +357,6 @@ class Tree(Structure):
         shape[d] = idx.shape[d]
         return torch.gather(xs, d, idx.expand(shape))
 
-    # ---- Counit and its fused kernels -------------------------------------------
-
-    def _weights(self, ring: Ring, like: Tensor) -> Tensor | None:
-        """Leaf weights as ring elements ``(*batch, N)``; ``None`` when every leaf weighs ``one``."""
-        if self.algebra is NodeAlgebra.SUM:
-            return None
-        if isinstance(ring, Real):
-            dtype = like.real.dtype if like.is_complex() else like.dtype
-            return torch.exp2(-self.depth.to(dtype))
-        one = ring.one(like.new_zeros(()))
-        if bool(torch.equal(ring.add(one, one), one)):  # idempotent: 1/2 = one
-            return None
-        raise StructureError(
-            f"the depth-weighted (MEAN) tree counit needs 1/2 in the ring; {ring!r} has none "
-            "(use REAL, an idempotent semiring such as MAX_PLUS, or NodeAlgebra.SUM)"
-        )
-
-    def log_weights(self, like: Tensor) -> Tensor:
-        """``log w`` of the leaf measure ``(*batch, N)`` (``-inf`` at padding), in ``like``'s dtype."""
-        zero = torch.zeros((), dtype=like.dtype, device=like.device)
-        logw = zero if self.algebra is NodeAlgebra.SUM else -math.log(2.0) * self.depth.to(like.dtype)
-        return torch.where(self.mask, logw, float("-inf"))
-
-    def _masked(self, x: Tensor, d: int, ring: Ring) -> tuple[Tensor, int]:
-        """``w ⊗ x`` at leaves, ring zero at padding; returns the tensor and the tree axis (negative)."""
-        x, d = pad_before(x, d, len(self.batch_shape))
-        after = x.ndim - d - 1
-        w = self._weights(ring, x)
-        y = x if w is None else ring.mul(aligned(w, d, after), x)
-        return torch.where(aligned(self.mask, d, after), y, ring.zero(x.new_zeros(()))), -(after + 1)
-
-    def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
-        y, d = self._masked(x, dim % x.ndim, ring)
-        return ring.sum(y, d)
-
-    def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
-        """``Σ_leaves w a b`` as one masked matmul: ``a`` ``(..., m, n)``, ``b`` ``(..., n, k)``.
-
-        The trees line up with the batch ``...`` of both (not with ``m``).
-        """
-        if not isinstance(ring, Real):
-            return super().contract(a, b, ring)
-        q = len(self.batch_shape)
-        a, da = pad_before(a, a.ndim - 2, q)
-        b, db = pad_before(b, b.ndim - 2, q)
-        w = self._weights(ring, a)
-        if w is not None:
-            a = a * aligned(w, da, 0).unsqueeze(-2)  # (*batch, 1.., 1, n)
-        am = torch.where(aligned(self.mask, da, 0).unsqueeze(-2), a, 0)
-        bm = torch.where(aligned(self.mask, db, 1), b, 0)  # (*batch, 1.., n, 1)
-        return torch.matmul(am, bm)
-
-    def softmax(self, x: Tensor, dim: int) -> Tensor:
-        """``e^x / counit e^x`` with padding given weight zero."""
-        x, d = pad_before(x, dim % x.ndim, len(self.batch_shape))
-        after = x.ndim - d - 1
-        mask = aligned(self.mask, d, after)
-        xm = torch.where(mask, x, float("-inf"))
-        lse = torch.logsumexp(xm + aligned(self.log_weights(x), d, after).nan_to_num(neginf=0.0), d, keepdim=True)
-        return torch.exp(xm - lse)
-
-    def sdpa_factor(self, x: Tensor) -> Tensor | None:
-        w = self._weights(Real(), x)
-        x, d = pad_before(x, x.ndim - 1, len(self.batch_shape))
-        y = x if w is None else x * aligned(w.sqrt(), d, 0)
-        return torch.where(aligned(self.mask, d, 0), y, 0)
-
-    def sdpa_log_measure(self, like: Tensor) -> Tensor | None:
-        """Attention bias ``log w`` over keys ``(..., N)`` for keys ``like`` ``(..., N, k)``; ``-inf`` at padding."""
-        d = like.ndim - 2
-        if d < len(self.batch_shape):
-            raise NotImplementedError
-        return aligned(self.log_weights(like), d, 0)
-
 
 def _expand(t: Tensor, batch: tuple[int, ...]) -> Tensor:
     """Per-tree data ``(*b, N)`` broadcast left-aligned to ``(*batch, N)``."""
@@ -445,7 +377,3 @@ def tree_field(
     for i, row in enumerate(leaves):
         t[i, : len(row)] = torch.tensor(row, dtype=dtype)
     return Field(t, (tree,))
-
-
-# the law checker's arbitrary lives beside the structure (imported last: it needs Tree)
-from ._tree_arbitrary import TreeArbitrary  # noqa: E402

@@ -33,7 +33,7 @@ from typing import Generic, TypeVar, TypeVarTuple, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Normalise, Structure, add, mul_mmt
+from applicative import Field, Normalise, Structure, add, expect_field, mul_mmt
 from instances import Chebyshev, Vector
 
 from .transformer import EncoderLayer, Transformer
@@ -123,6 +123,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
 
     def forward(self, u: Field[X, Y]) -> Field[X, Y]:
         """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures."""
+        expect_field("Funcformer", u)
         t = self.transformer
         h: Field[X, D] = mul_mmt(t.embed.weight_field, u)
         p = self.position_field

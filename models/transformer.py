@@ -33,11 +33,12 @@ from applicative import (
     Structure,
     StructureError,
     add,
+    expect_field,
     mlp,
     mul_mmt,
 )
+from applicative._errors import summary
 from applicative._structure import Pointwise
-from instances import Vector
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
@@ -46,14 +47,24 @@ Fe = TypeVar("Fe", bound=Structure)
 
 
 def head_structure(model: Structure, heads: int) -> Structure:
-    """The per-head structure for ``heads`` heads over ``model``: ``Vector(d // heads)``, or ``model`` itself."""
-    if heads == 1:
-        return model
-    if isinstance(model, Vector):
-        if model.size % heads:
-            raise StructureError(f"{model!r} cannot be split into {heads} heads: {model.size} % {heads} != 0")
-        return Vector(model.size // heads)
-    raise StructureError(f"multi-head attention over {model!r}: pass key= and value= structures for each head")
+    """The per-head structure for ``heads`` heads over ``model``: its declared split (capability ``split``).
+
+    ``Vector(64)`` splits into ``Vector(16)`` for 4 heads, ``Chebyshev(16)`` into ``Chebyshev(4)``;
+    a structure that declares no split supports only ``heads=1`` unless key/value structures are given.
+    """
+    return model.split(heads)
+
+
+def check_count(op: str, name: str, value: object, least: int, note: str = "") -> None:
+    """Raise :class:`StructureError` unless ``value`` is an ``int`` (not a ``bool``) ``>= least``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+        return
+    plain = isinstance(value, int) and not isinstance(value, bool)
+    shown = repr(value) if plain else f"{summary(value, 40)} ({type(value).__name__})"
+    raise StructureError(
+        f"{op}: {name} must be an int >= {least}, got {shown}; pass e.g. {name}={max(least, 1)}"
+        + (f" ({note})" if note else "")
+    )
 
 
 class _Layer(nn.Module, Generic[D]):
@@ -75,6 +86,7 @@ class _Layer(nn.Module, Generic[D]):
         dtype: torch.dtype | None,
         device: torch.device | str | None,
     ) -> None:
+        check_count(type(self).__name__, "heads", heads, 1)
         super().__init__()
         k = key if key is not None else head_structure(model, heads)
         v = value if value is not None else k
@@ -143,6 +155,7 @@ class EncoderLayer(_Layer[D]):
         )
 
     def forward(self, x: Field[S, D]) -> Field[S, D]:
+        expect_field("EncoderLayer", x)
         x = self.block(1, x, lambda y: self.self_attn(y))
         return self.block(2, x, self.feed_forward)
 
@@ -169,6 +182,7 @@ class DecoderLayer(_Layer[D]):
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
+        check_count("DecoderLayer", "heads", heads, 1)
         k = key if key is not None else head_structure(model, heads)
         super().__init__(
             model,
@@ -190,6 +204,8 @@ class DecoderLayer(_Layer[D]):
         )
 
     def forward(self, x: Field[S, D], memory: Field[T, D]) -> Field[S, D]:
+        expect_field("DecoderLayer", x)
+        expect_field("DecoderLayer", memory, "memory")
         x = self.block(1, x, self.self_attn)
         x = self.block(2, x, lambda y: self.multihead_attn(y, memory))
         return self.block(3, x, self.feed_forward)
@@ -198,11 +214,8 @@ class DecoderLayer(_Layer[D]):
         return cast("Field[S, D]", super().__call__(x, memory))
 
 
-class Transformer(nn.Module, Generic[Fe, D]):
-    """``mul_mmt unembed . layers . mul_mmt embed``: ``S x F -> S x F`` (encoder or causal decoder).
-
-    Build with :func:`encoder` or :func:`decoder`, or pass layers directly.
-    """
+class _Body(nn.Module, Generic[Fe, D]):
+    """The embedding, layers and final norm shared by :class:`Transformer` and :class:`EncoderStack`."""
 
     def __init__(
         self,
@@ -219,14 +232,48 @@ class Transformer(nn.Module, Generic[Fe, D]):
         self.embed: Linear[Fe, D] = Linear(features, model, bias=False, dtype=dtype, device=device)
         self.layers = nn.ModuleList(layers)
         self.norm: LayerNorm[D] | None = LayerNorm(model, dtype=dtype, device=device) if final_norm else None
-        self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
 
     def encode(self, x: Field[S, Fe]) -> Field[S, D]:
         """Embed and run the layers: ``S x F -> S x D``."""
+        expect_field(type(self).__name__, x)
         h = mul_mmt(self.embed.weight_field, x)
         for layer in self.layers:
             h = layer(h)
         return h if self.norm is None else self.norm(h)
+
+
+class EncoderStack(_Body[Fe, D]):
+    """``norm . layers . mul_mmt embed``: ``S x F -> S x D``, a :class:`Transformer` without its unembedding.
+
+    The encoder of an :class:`EncoderDecoder`, whose decoder reads the model
+    features directly: every parameter here gets a gradient from the decoder's output.
+    """
+
+    def forward(self, x: Field[S, Fe]) -> Field[S, D]:
+        return self.encode(x)
+
+    def __call__(self, x: Field[S, Fe]) -> Field[S, D]:
+        return cast("Field[S, D]", super().__call__(x))
+
+
+class Transformer(_Body[Fe, D]):
+    """``mul_mmt unembed . layers . mul_mmt embed``: ``S x F -> S x F`` (encoder or causal decoder).
+
+    Build with :func:`encoder` or :func:`decoder`, or pass layers directly.
+    """
+
+    def __init__(
+        self,
+        features: Fe,
+        model: D,
+        layers: Sequence[EncoderLayer[D]],
+        final_norm: bool = True,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__(features, model, layers, final_norm, dtype=dtype, device=device)
+        self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
 
     def forward(self, x: Field[S, Fe]) -> Field[S, Fe]:
         return mul_mmt(self.unembed.weight_field, self.encode(x))
@@ -249,13 +296,16 @@ class EncoderDecoder(nn.Module, Generic[Fe, D]):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        self.encoder: Transformer[Fe, D] = Transformer(features, model, encoder_layers, dtype=dtype, device=device)
+        # no unembedding: the decoder reads the encoder's model features (an unused map would get no gradient)
+        self.encoder: EncoderStack[Fe, D] = EncoderStack(features, model, encoder_layers, dtype=dtype, device=device)
         self.decoder_embed: Linear[Fe, D] = Linear(features, model, bias=False, dtype=dtype, device=device)
         self.decoder_layers = nn.ModuleList(decoder_layers)
         self.decoder_norm: LayerNorm[D] = LayerNorm(model, dtype=dtype, device=device)
         self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
 
     def forward(self, source: Field[S, Fe], target: Field[T, Fe]) -> Field[T, Fe]:
+        expect_field("EncoderDecoder", source, "source")
+        expect_field("EncoderDecoder", target, "target")
         memory = self.encoder.encode(source)
         h = mul_mmt(self.decoder_embed.weight_field, target)
         for layer in self.decoder_layers:
@@ -278,7 +328,9 @@ def encoder(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> Transformer[Fe, D]:
-    """A ``depth``-layer encoder ``S x F -> S x F``."""
+    """A ``depth``-layer encoder ``S x F -> S x F`` (``depth=0``: only the embedding, final norm and unembedding)."""
+    check_count("encoder", "heads", heads, 1)
+    check_count("encoder", "depth", depth, 0, "depth=0 gives only the embedding, final norm and unembedding")
     layers = [
         EncoderLayer(model, hidden, heads, normalise=normalise, norm_first=norm_first, dtype=dtype, device=device)
         for _ in range(depth)
@@ -298,6 +350,8 @@ def decoder(
     device: torch.device | str | None = None,
 ) -> Transformer[Fe, D]:
     """A ``depth``-layer causal (decoder-only) Transformer: position ``i`` sees positions ``<= i``."""
+    check_count("decoder", "heads", heads, 1)
+    check_count("decoder", "depth", depth, 0, "depth=0 gives only the embedding, final norm and unembedding")
     k = head_structure(model, heads)
     return encoder(
         features,

@@ -29,7 +29,7 @@ from typing import Generic, TypeVar, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Linear, Structure
+from applicative import Field, Linear, Structure, expect_field
 from instances import Tree, Vector
 
 from .transformer import Transformer, encoder
@@ -77,10 +77,11 @@ class Readout(nn.Module, Generic[Fe, D]):
         like = next(body.parameters())
         self.head: Linear[D, Vector] = Linear(body.model, Vector(classes), dtype=like.dtype, device=like.device)
 
-    def forward(self, x: Field[S, Fe]) -> Tensor:
-        """``(*batch, classes)`` logits."""
+    def forward(self, x: Field[S, Fe]) -> Field[Vector]:
+        """Logits ``(*batch, classes)`` on one axis ``Vector(classes)`` (``.tensor`` for a loss)."""
+        expect_field("Readout", x)
         h = self.body.encode(x).tensor[..., 0, :]  # (*batch, d)
-        return self.head(Field(h, (self.body.model,))).tensor
+        return self.head(Field(h, (self.body.model,)))
 
-    def __call__(self, x: Field[S, Fe]) -> Tensor:
-        return cast(Tensor, super().__call__(x))
+    def __call__(self, x: Field[S, Fe]) -> Field[Vector]:
+        return cast("Field[Vector]", super().__call__(x))

@@ -21,6 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import applicative as ap
 from applicative import REAL, Field, Stacked, Structure
+from applicative import _kernels as kernels
 from instances import MAX_PLUS, Vector
 
 F64 = torch.float64
@@ -199,18 +200,18 @@ def test_vector_contract_is_generic_contract(
     ba, bb = batches
     a, b = rand(seed, *ba, m, n), rand(seed + 1, *bb, n, k)
     s = Vector(n)
-    fused, generic = s.contract(a, b, REAL), Structure.contract(s, a, b, REAL)
+    fused, generic = s.contract(a, b, REAL), kernels.generic_contract(s, a, b, REAL)
     torch.testing.assert_close(fused, generic, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(fused, torch.einsum("...mn,...nk->...mk", a, b), rtol=1e-12, atol=1e-12)
     w = rand(seed + 2, k, n)
-    torch.testing.assert_close(s.affine(a, w, None, REAL), Structure.affine(s, a, w, None, REAL))
+    torch.testing.assert_close(s.affine(a, w, None, REAL), kernels.generic_affine(s, a, w, None, REAL))
 
 
 @given(copies=st.integers(1, 3), n=sizes, m=sizes, k=sizes, seed=seeds)
 def test_stacked_contract_is_generic_contract(copies: int, n: int, m: int, k: int, seed: int) -> None:
     s = Stacked(Vector(n), copies)
     a, b = rand(seed, 2, m, s.size), rand(seed + 1, 2, s.size, k)
-    torch.testing.assert_close(s.contract(a, b, REAL), Structure.contract(s, a, b, REAL), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(s.contract(a, b, REAL), kernels.generic_contract(s, a, b, REAL), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(s.contract(a, b, REAL), a @ b, rtol=1e-12, atol=1e-12)
 
 
@@ -282,7 +283,7 @@ def test_no_cubic_intermediate(run: Callable[[], None], monkeypatch: pytest.Monk
         run()
     assert mode.largest <= N * N, mode.by_op
 
-    monkeypatch.setattr(Vector, "contract", Structure.contract)
+    monkeypatch.setattr(Vector, "contract", kernels.generic_contract)
     with largest_allocation() as mode:
         run()
     assert mode.largest >= N**3

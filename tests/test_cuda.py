@@ -80,7 +80,7 @@ def test_treeformer_forward_and_gradients() -> None:
             tokens[i, : len(row)] = torch.tensor(row, dtype=torch.long) % 5
         model = net if dev == "cpu" else copy.deepcopy(net).to(CUDA)
         model.zero_grad()
-        logits = model(tree_features(tree, tokens.to(dev), vocab=5, levels=6, dtype=F64))
+        logits = model(tree_features(tree, tokens.to(dev), vocab=5, levels=6, dtype=F64)).tensor
         logits.square().sum().backward()
         outputs[dev] = logits
         grads[dev] = [p.grad for p in model.parameters()]

@@ -9,13 +9,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import torch
 
 import applicative as ap
 from applicative import Field, StructureError
-from instances import MAX_PLUS, Vector
-from models import DecoderLayer, EncoderLayer
+from instances import MAX_PLUS, Tree, Vector
+from models import (
+    DecoderLayer,
+    EncoderDecoder,
+    EncoderLayer,
+    Funcformer,
+    FuncformerConfig,
+    Readout,
+    decoder,
+    encoder,
+)
 
 
 class Seq(Vector):
@@ -226,3 +236,105 @@ def test_check_finite_reports_count_and_first_position(bad: float) -> None:
     raises(
         lambda: f.check_finite("encoder input"), "encoder input", f"{len(positions)} non-finite", str(first), str(bad)
     )
+
+
+# ---- bad arguments and raw inputs ------------------------------------------------------------
+
+
+def test_vector_size_must_be_an_int() -> None:
+    raises(lambda: Vector(2.5), "Vector", "positive int", "2.5", "float")  # type: ignore[arg-type]
+    raises(lambda: Vector(True), "Vector", "positive int", "True", "bool")
+    raises(lambda: Seq(5.0), "Seq", "positive int", "5.0")  # type: ignore[arg-type]
+    assert Vector(np.int64(3)).size == 3 and type(Vector(np.int64(3)).size) is int  # type: ignore[arg-type]
+
+
+def test_heads_and_depth_are_validated() -> None:
+    raises(lambda: encoder(Vector(4), Vector(8), Vector(16), heads=0, depth=2), "encoder", "heads", ">= 1", "0")
+    raises(lambda: decoder(Vector(4), Vector(8), Vector(16), heads=0, depth=2), "decoder", "heads", ">= 1", "0")
+    raises(lambda: encoder(Vector(4), Vector(8), Vector(16), heads=2, depth=-1), "encoder", "depth", ">= 0", "-1")
+    raises(lambda: decoder(Vector(4), Vector(8), Vector(16), heads=2, depth=1.5), "decoder", "depth", "1.5")  # type: ignore[arg-type]
+    raises(lambda: encoder(Vector(4), Vector(8), Vector(16), heads=True, depth=1), "encoder", "heads", "True")
+    raises(lambda: EncoderLayer(Model(), Vector(16), 0), "EncoderLayer", "heads", "0")
+    raises(lambda: DecoderLayer(Model(), Vector(16), -2), "DecoderLayer", "heads", "-2")
+    assert len(encoder(Vector(4), Vector(8), Vector(16), heads=2, depth=0).layers) == 0  # embed/unembed only
+
+
+RAW_INPUTS: dict[str, Callable[[torch.Tensor], object]] = {
+    "Linear": lambda t: ap.Linear(Model(), Head())(t),  # type: ignore[arg-type]
+    "LayerNorm": lambda t: ap.LayerNorm(Model())(t),  # type: ignore[arg-type]
+    "MLP": lambda t: ap.MLP(Model(), Hidden(), Model())(t),  # type: ignore[arg-type]
+    "MultiHeadAttention": lambda t: ap.MultiHeadAttention(Model(), Head(), Head(), 2)(t),  # type: ignore[arg-type]
+    "MultiHeadAttention memory": lambda t: ap.MultiHeadAttention(Model(), Head(), Head(), 2)(x, t),  # type: ignore[arg-type]
+    "EncoderLayer": lambda t: EncoderLayer(Model(), Vector(16), 2)(t),  # type: ignore[arg-type]
+    "DecoderLayer memory": lambda t: DecoderLayer(Model(), Vector(16), 2)(x, t),  # type: ignore[arg-type]
+    "Transformer": lambda t: encoder(Model(), Model(), Vector(16), 2, 1)(t),  # type: ignore[arg-type]
+    "EncoderDecoder": lambda t: EncoderDecoder(Model(), Model(), [], [])(t, x),  # type: ignore[arg-type]
+    "Funcformer": lambda t: Funcformer(Seq(), Model(), Vector(4), Vector(8), FuncformerConfig(heads=1, depth=1))(t),  # type: ignore[arg-type]
+    "Readout": lambda t: Readout(encoder(Model(), Model(), Vector(16), 2, 1), 3)(t),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("op", list(RAW_INPUTS))
+def test_raw_tensor_instead_of_a_field(op: str) -> None:
+    raises(
+        lambda: RAW_INPUTS[op](torch.randn(5, 8)),
+        op.split()[0],
+        "expected a Field",
+        "got a torch.Tensor of shape (5, 8)",
+        "Field(tensor, (",
+    )
+
+
+def test_tree_from_nested_lists() -> None:
+    tree = Tree([[1, 1], [0, -1]])  # type: ignore[arg-type]
+    assert tree.depths(0) == [1, 1] and tree.depths(1) == [0]
+    raises(lambda: Tree([[1, 1], [0]]), "Tree", "leaf depths", "pad shorter trees with -1")  # type: ignore[arg-type]
+    raises(lambda: Tree([[1.0, 1.0]]), "Tree", "integer", "float")  # type: ignore[arg-type]
+    raises(lambda: Tree("1 1"), "Tree", "leaf depths", "str")  # type: ignore[arg-type]
+
+
+def test_tree_constructors_want_lists() -> None:
+    raises(
+        lambda: Tree.from_sexp("((a b) c)"),
+        "Tree.from_sexp: expected a list of s-expressions, got a str",
+        'Tree.from_sexp(["((a b) c)"])',
+    )
+    raises(lambda: Tree.from_nested(5), "Tree.from_nested", "expected a list", "got an int", "[5]")  # type: ignore[arg-type]
+    raises(lambda: Tree.from_nested("ab"), "Tree.from_nested", "expected a list", "got a str")
+
+
+def test_very_deep_nesting_reports_the_depth() -> None:
+    deep: object = 0
+    for _ in range(5000):
+        deep = (deep, 0)
+    msg = raises(lambda: Tree.from_nested([deep]), "deeper than the maximum depth")  # type: ignore[list-item]
+    assert len(msg) < 400, msg
+    wide = tuple(range(10_000))
+    assert len(raises(lambda: Tree.from_nested([wide]), "2-tuple", "10000-tuple")) < 400  # type: ignore[list-item]
+    leaf: object = [0]
+    for _ in range(5000):
+        leaf = [leaf]
+    assert len(raises(lambda: Tree.from_sexp([leaf]), "from_sexp")) < 400  # type: ignore[list-item]
+
+
+def test_depths_of_a_batched_tree_needs_an_index() -> None:
+    tree, _ = Tree.from_nested([(1, 2), ((1, 2), 3)])
+    raises(lambda: tree.depths(), "Tree.depths", "batch (2,)", "index=")
+    raises(lambda: tree.depths(2), "Tree.depths", "batch (2,)", "2")
+    assert tree.depths(1) == [2, 2, 1]
+
+
+def test_encoder_decoder_every_parameter_gets_a_gradient() -> None:
+    torch.manual_seed(0)
+    enc = [EncoderLayer(Model(), Vector(16), 2) for _ in range(2)]
+    dec = [DecoderLayer(Model(), Vector(16), 2) for _ in range(2)]
+    model = EncoderDecoder(Model(), Model(), enc, dec)
+    model(x, Field(torch.randn(3, 8), (Vector(3), Model()))).tensor.sum().backward()
+    missing = [name for name, p in model.named_parameters() if p.grad is None]
+    assert not missing, missing
+
+
+def test_readout_returns_a_field() -> None:
+    clf = Readout(encoder(Model(), Model(), Vector(16), 2, 1), classes=3)
+    out = clf(Field(torch.randn(4, 5, 8), (Seq(), Model())))
+    assert isinstance(out, Field) and out.structures == (Vector(3),) and out.tensor.shape == (4, 3)

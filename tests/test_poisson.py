@@ -7,11 +7,14 @@ scipy sparse finite-difference solve converging at second order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import signal
+from pathlib import Path
 
+import matplotlib.image
 import numpy as np
 import numpy.polynomial.chebyshev as C
 import pytest
@@ -20,7 +23,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 import torch
 
-from examples.poisson import data, train
+from examples.poisson import data, plot, train
 from examples.poisson.__main__ import main
 from examples.poisson.config import PRESETS
 from examples.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
@@ -203,13 +206,73 @@ def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path) -> None:  # ty
         train.train(cfg.replace(lr=0.5), splits, tmp_path / "b", progress=False)
 
 
-def test_command_line_writes_report_and_figure(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def _panels(png: np.ndarray) -> list[tuple[int, int]]:
+    """Column spans of a picture's colour-map images: wide runs of columns that are mostly saturated colour."""
+    rgb = png[..., :3]
+    coloured = rgb.max(-1) - rgb.min(-1) > 0.15  # viridis is coloured; background, axes and text are grey
+    columns = [*(coloured.mean(0) > 0.5), False]
+    spans, start = [], None
+    for j, c in enumerate(columns):
+        if c and start is None:
+            start = j
+        elif not c and start is not None:
+            if j - start > 100:  # an image, not a colour bar
+                spans.append((start, j))
+            start = None
+    return spans
+
+
+def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    real, calls = plot.figure, []
+
+    def spy(f: torch.Tensor, g: torch.Tensor, pred: torch.Tensor, path: Path, points: int = 101) -> object:
+        panels = real(f, g, pred, path, points)
+        calls.append(((f, g, pred, path, points), panels))
+        return panels
+
+    monkeypatch.setattr(plot, "figure", spy)
     assert main(["--preset", "tiny", "--steps", "4", "--out", str(tmp_path), "--no-progress"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["steps"] == 4 and report["parameters"] > 0
     assert set(report["held_out_relative_l2"]) == {"mean", "median", "max"}
-    assert (tmp_path / "poisson.png").stat().st_size > 10_000
     assert "OOD relative L2" in capsys.readouterr().out
+
+    # the figure shows the worst held-out sample: its source, its exact solution, the trained model's prediction
+    [((f, g, pred, path, points), panels)] = calls
+    assert path == tmp_path / "poisson.png"
+    cfg = TINY.replace(steps=4)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    model = train.train(cfg, splits, tmp_path, progress=False).model  # the finished run, from its checkpoint
+    i = int(train.errors(model, splits.test, torch.device("cpu")).argmax())
+    assert torch.equal(f, splits.test.f[i]) and torch.equal(g, splits.test.g[i])
+    torch.testing.assert_close(pred, train.predict(model, splits.test.f[i : i + 1])[0], rtol=0, atol=0)
+
+    # each panel holds its function on the grid, evaluated independently by numpy (imshow's (y, x) layout)
+    t = np.linspace(-1, 1, points)
+
+    def values(c: torch.Tensor) -> np.ndarray:
+        return C.chebgrid2d(t, t, c.double().numpy()).T
+
+    want = {
+        "source f": values(f),
+        "exact g": values(g),
+        "Funcformer g": values(pred),
+        "error |g - pred|": np.abs(values(pred) - values(g)),
+    }
+    assert list(panels) == list(want)
+    for title, w in want.items():
+        np.testing.assert_allclose(panels[title], w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=title)
+    exact = panels["exact g"]
+    edges = np.concatenate([exact[0], exact[-1], exact[:, 0], exact[:, -1]])
+    assert np.abs(edges).max() < 1e-10 * np.abs(exact).max()  # the exact solution vanishes on the boundary
+    assert panels["error |g - pred|"].max() > 1e-3 * np.abs(exact).max()  # 4 steps: the model is not exact
+
+    # and the picture written is those four panels side by side (each with its colour bar)
+    png = matplotlib.image.imread(tmp_path / "poisson.png")
+    assert png.shape[:2] == (380, 1600)
+    spans = _panels(png)
+    assert len(spans) == 4, spans
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
 
 
 @pytest.mark.slow

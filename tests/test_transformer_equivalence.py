@@ -10,7 +10,9 @@ and printed (``pytest -s``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 import torch
@@ -189,6 +191,13 @@ class Key(Vector):
     size = 8
 
 
+@contextmanager
+def _sdpa_spy() -> Iterator[mock.MagicMock]:
+    """Count calls to ``torch.nn.functional.scaled_dot_product_attention`` (still computing them)."""
+    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+        yield spy
+
+
 class Val(Vector):
     size = 5
 
@@ -201,7 +210,9 @@ def test_attention_vs_sdpa(record_property: Record, fused: bool, causal: bool) -
     k = torch.randn(3, 7, 8, dtype=F64)  # batch (3,) broadcasts against (2, 3)
     v = torch.randn(2, 3, 7, 5, dtype=F64)
     norm: Normalise = CausalSoftmax(scale) if causal else ScaledSoftmax(scale)
-    got = attention(norm, Field(q, (Seq(), Key())), Field(k, (Seq(), Key())), Field(v, (Seq(), Val())), fused=fused)
+    with _sdpa_spy() as sdpa:
+        got = attention(norm, Field(q, (Seq(), Key())), Field(k, (Seq(), Key())), Field(v, (Seq(), Val())), fused=fused)
+    assert sdpa.call_count == int(fused)  # a softmax lowers to one fused kernel exactly when asked to
     want = nnf.scaled_dot_product_attention(q, k.expand(2, 3, 7, 8), v, is_causal=causal, scale=scale)
     assert got.structures == (Seq(), Val())
     check(record_property, f"attention[fused={fused},causal={causal}] vs sdpa", got.tensor, want)
@@ -212,13 +223,15 @@ def test_cross_attention_multiple_query_axes(record_property: Record, fused: boo
     """Queries with two typed axes ``Seq x Mem x H`` attend to keys over ``Mem``."""
     q = torch.randn(2, 7, 5, 8, dtype=F64)
     k, v = torch.randn(2, 5, 8, dtype=F64), torch.randn(2, 5, 6, dtype=F64)
-    got = attention(
-        ScaledSoftmax(0.5),
-        Field(q, (Seq(), Mem(), Key())),
-        Field(k, (Mem(), Key())),
-        Field(v, (Mem(), Feat())),
-        fused=fused,
-    )
+    with _sdpa_spy() as sdpa:
+        got = attention(
+            ScaledSoftmax(0.5),
+            Field(q, (Seq(), Mem(), Key())),
+            Field(k, (Mem(), Key())),
+            Field(v, (Mem(), Feat())),
+            fused=fused,
+        )
+    assert sdpa.call_count == int(fused)
     want = nnf.scaled_dot_product_attention(q.flatten(1, 2), k, v, scale=0.5).unflatten(1, (7, 5))
     assert got.structures == (Seq(), Mem(), Feat())
     check(record_property, f"attention[2 query axes, fused={fused}]", got.tensor, want)
@@ -232,12 +245,17 @@ def test_cross_attention_multiple_query_axes(record_property: Record, fused: boo
     ],
     ids=["relu", "softplus"],
 )
-@pytest.mark.parametrize("fused", [False, True])
-def test_other_normalisations(
-    record_property: Record, norm: Normalise, formula: Callable[[Tensor], Tensor], fused: bool
-) -> None:
+def test_other_normalisations(record_property: Record, norm: Normalise, formula: Callable[[Tensor], Tensor]) -> None:
+    """Not a softmax: nothing lowers to SDPA, so ``fused`` makes no difference at all."""
     q, k, v = torch.randn(4, 7, 8, dtype=F64), torch.randn(4, 5, 8, dtype=F64), torch.randn(4, 5, 6, dtype=F64)
-    got = attention(norm, Field(q, (Seq(), Key())), Field(k, (Mem(), Key())), Field(v, (Mem(), Feat())), fused=fused)
+    out = {}
+    for fused in (False, True):
+        with _sdpa_spy() as sdpa:
+            out[fused] = attention(
+                norm, Field(q, (Seq(), Key())), Field(k, (Mem(), Key())), Field(v, (Mem(), Feat())), fused=fused
+            ).tensor
+        assert sdpa.call_count == 0, f"{type(norm).__name__} called scaled_dot_product_attention (fused={fused})"
+    assert torch.equal(out[True], out[False])  # one code path: bit-for-bit the same
     scores = torch.einsum("bih,bfh->bif", q, k)
     want = torch.einsum("bif,bfg->big", formula(scores), v)
-    check(record_property, f"{type(norm).__name__}[fused={fused}]", got.tensor, want)
+    check(record_property, f"{type(norm).__name__}", out[True], want)

@@ -6,18 +6,20 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from applicative import REAL, Field, Structure, StructureError, counit, pointwise, zip_with
+from applicative import REAL, Field, StructureError, counit, pointwise, zip_with
+from applicative import _kernels as kernels
 from applicative.laws import check_laws
-from instances import MAX_PLUS, NodeAlgebra, Tree, tree_field
+from instances import MAX_PLUS, NodeAlgebra, Tree, TreeArbitrary, tree_field
 from instances._tree_convert import parse_sexp, pretty, to_sexp
 from instances._tree_linear_merge import merge_linear
 from instances._tree_partition import merge
-from instances.tree import MAX_DEPTH, TreeArbitrary
+from instances.tree import MAX_DEPTH
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l -------------------
 
@@ -59,6 +61,11 @@ def ref_pair(a: Ref, b: Ref) -> Ref:
     if isinstance(b, Node):
         return Node(ref_fmap(lambda v: (a.x, v), b.left), ref_fmap(lambda v: (a.x, v), b.right))
     return Leaf((a.x, b.x))
+
+
+def ref_depths(t: Any, d: int = 0) -> list[int]:
+    """Leaf depths, left to right, of a tree written as nested 2-tuples."""
+    return ref_depths(t[0], d + 1) + ref_depths(t[1], d + 1) if isinstance(t, tuple) else [d]
 
 
 def ref_counit(t: Ref, add: Any) -> Any:
@@ -220,15 +227,15 @@ def test_padding_is_masked(algebra: NodeAlgebra) -> None:
     # softmax: zero weight on padding, and it equals a masked softmax against the measure
     big = _with_padding(ts, 1e30, algebra).tensor
     sm = tree.softmax(big, -1)
-    logw = tree.log_weights(big)
+    logw = tree.log_measure(big.dtype, big.device)
     ref = torch.zeros_like(big)
     for i in range(3):
         n = int(tree.mask[i].sum())
         w = logw[i, :n].exp()
         e = torch.exp(big[i, :n] - big[i, :n].max())
         ref[i, :n] = e / (w * e).sum()
-    torch.testing.assert_close(sm, ref)
-    assert bool((sm[~tree.mask] == 0).all())
+    # at the leaves the masked softmax; padding has weight zero, whatever it holds
+    torch.testing.assert_close(torch.where(tree.mask, sm, 0), ref)
     torch.testing.assert_close(tree.counit(sm, -1, REAL), torch.ones(3, dtype=torch.float64))
 
 
@@ -240,17 +247,26 @@ def test_fused_kernels_equal_generic_definitions(algebra: NodeAlgebra) -> None:
     g = torch.Generator().manual_seed(0)
     a = torch.randn(3, 2, tree.size, generator=g, dtype=torch.float64)  # (batch, m, n)
     b = torch.randn(3, tree.size, 4, generator=g, dtype=torch.float64)  # (batch, n, k)
-    torch.testing.assert_close(tree.contract(a, b, REAL), Structure.contract(tree, a, b, REAL))
-    torch.testing.assert_close(tree.contract(a, b, MAX_PLUS), Structure.contract(tree, a, b, MAX_PLUS))
+    torch.testing.assert_close(tree.contract(a, b, REAL), kernels.generic_contract(tree, a, b, REAL))
+    torch.testing.assert_close(tree.contract(a, b, MAX_PLUS), kernels.generic_contract(tree, a, b, MAX_PLUS))
     x = torch.randn(3, tree.size, generator=g, dtype=torch.float64)
-    torch.testing.assert_close(tree.softmax(x, -1), torch.where(tree.mask, Structure.softmax(tree, x, -1), 0.0))
+    torch.testing.assert_close(tree.softmax(x, -1), kernels.generic_softmax(tree, x, -1))
     w = torch.randn(tree.size, generator=g, dtype=torch.float64)
-    ln = tree.layer_norm(x, w, None, 1e-5)
-    assert ln.shape == (3, tree.size) and bool(torch.isfinite(ln).all())
-    # sdpa_factor: q M kᵀ with M the diagonal measure
+    dirty = torch.where(tree.mask, x, float("nan"))  # padding must not leak into the statistics
+    ln = tree.layer_norm(dirty, w, None, 1e-5)
+    assert ln.shape == (3, tree.size)
+    for i, t in enumerate(ts):  # per tree, over its real leaves, with its measure (reference depths, plain numpy)
+        depths = np.array(ref_depths(t))
+        n = len(depths)
+        m = np.ones(n) if algebra is NodeAlgebra.SUM else 2.0**-depths  # MEAN: total mass 1 (Kraft)
+        v = x[i, :n].numpy()
+        mean = (m * v).sum() / m.sum()
+        var = (m * (v - mean) ** 2).sum() / m.sum()
+        want = (v - mean) / np.sqrt(var + 1e-5) * w[:n].numpy()
+        np.testing.assert_allclose(ln[i, :n].numpy(), want, rtol=1e-12, atol=1e-12)
+    # the attention factor: q M kᵀ with M the diagonal measure
     q = torch.randn(3, 5, tree.size, generator=g, dtype=torch.float64)
-    qf = tree.sdpa_factor(q)
-    assert qf is not None
+    qf = kernels.factor(tree, q)
     torch.testing.assert_close(qf @ qf.transpose(-1, -2), tree.contract(q, q.transpose(-1, -2), REAL))
 
 
@@ -329,7 +345,7 @@ def test_mean_counit_needs_a_half() -> None:
             return a * b
 
     tree, _ = Tree.from_nested([(1, 2)], NodeAlgebra.MEAN)
-    with pytest.raises(StructureError, match="1/2"):
+    with pytest.raises(StructureError, match="cannot weigh values by a measure"):
         tree.counit(torch.zeros(1, 2), -1, Counting())
 
 
@@ -349,7 +365,7 @@ def test_cuda_matches_cpu() -> None:
 def test_dyadic_weights_sum_to_one() -> None:
     tree, _ = Tree.from_nested([((1, 2), (3, (4, 5))), 7], NodeAlgebra.MEAN)
     assert tree.mass(torch.zeros(2, tree.size, dtype=torch.float64)).tolist() == [1.0, 1.0]
-    assert math.isinf(float(tree.log_weights(torch.zeros(1))[1, 1]))
+    assert math.isinf(float(tree.log_measure(torch.float64, torch.device("cpu"))[1, 1]))
 
 
 # ---- the laws (applicative.laws), for both node algebras ---------------------------------

@@ -101,7 +101,9 @@ def test_readout_and_tree_features() -> None:
     assert x.tensor.shape == (len(TREES), tree.size, 9)
     assert x.tensor[0, 4, 5:].tolist() == [1.0, 1.0, 1.0, 0.0]  # leaf 4 of tree 0: right, right, right
     clf = Readout(treeformer(x.structures[1], Vector(8), Vector(16), heads=2, depth=1), classes=3)
-    logits = clf(x)
+    out = clf(x)
+    assert out.structures == (Vector(3),)
+    logits = out.tensor
     assert logits.shape == (len(TREES), 3)
     logits.sum().backward()
 

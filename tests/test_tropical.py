@@ -7,7 +7,6 @@ dynamic programme over a DAG (max-plus longest paths).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -97,16 +96,24 @@ def test_max_plus_mul_mm_iterated_is_longest_paths_in_a_dag(n: int, density: flo
     np.testing.assert_array_equal(got, _longest_paths_dag(w))
 
 
-def test_generic_contract_is_not_absurdly_slow() -> None:
-    """30 nodes: 29 generic (materialised n³) min-plus products, compared with 29 real matmuls."""
-    w = _random_graph(30, 0.2, seed=0)
-    a = _adjacency(w, MIN_PLUS)
-    real = Field(torch.nan_to_num(torch.from_numpy(w)), a.axes)
-    start = time.perf_counter()
-    _closure(a, 28)
-    tropical = time.perf_counter() - start
-    start = time.perf_counter()
-    _closure(real, 28)
-    matmul = time.perf_counter() - start
-    # measured ~2-5 ms total on a loaded 2-core machine; generous bound against regressions
-    assert tropical < 0.5, (tropical, matmul)
+def _floyd_warshall(w: np.ndarray) -> np.ndarray:
+    """All-pairs shortest path lengths by Floyd--Warshall in numpy (``inf``: unreachable)."""
+    d = np.where(np.isnan(w), np.inf, w)
+    np.fill_diagonal(d, 0.0)
+    for k in range(len(d)):
+        d = np.minimum(d, d[:, k : k + 1] + d[k : k + 1, :])
+    return d
+
+
+@pytest.mark.parametrize(("density", "seed"), [(0.2, 0), (0.08, 1), (0.04, 2)])
+def test_min_plus_closure_of_30_nodes_is_floyd_warshall(density: float, seed: int) -> None:
+    """30 nodes, 28 generic (materialised n³) min-plus products: every shortest path of up to 29 edges.
+
+    Timing is not a unit test's business (see ``benchmarks/``); this checks the result against a
+    Floyd--Warshall written in numpy, independent of both the library and scipy.
+    """
+    w = _random_graph(30, density, seed=seed)
+    got = _closure(_adjacency(w, MIN_PLUS), 28).tensor.numpy()
+    want = _floyd_warshall(w)
+    assert (want < np.where(np.isnan(w), np.inf, w)).sum() > 30  # many best paths take more than one edge
+    np.testing.assert_array_equal(got, want)

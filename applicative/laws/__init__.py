@@ -71,12 +71,32 @@ receives ``degree`` (how many values the law multiplies together) in
 describes it in :meth:`Arbitrary.subspace`; the report prints that text.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Tolerance
 from ._law import Case, Equation, Law
 from ._report import LawReport, LawResult
-from ._runner import FLOAT_TOLERANCE, LAWS, LawError, check_laws, run_laws
-from ._strategies import arbitrary_of, element_strategy, fields, ring_elements, structures
 from ._vector import VectorArbitrary
+
+if TYPE_CHECKING:
+    from ._runner import FLOAT_TOLERANCE, LAWS, LawError, check_laws, run_laws
+    from ._strategies import arbitrary_of, element_strategy, fields, ring_elements, structures
+
+# what needs hypothesis is imported on first use: a structure module can define its
+# Arbitrary without pulling hypothesis into `import instances`
+_LAZY = {
+    **dict.fromkeys(("FLOAT_TOLERANCE", "LAWS", "LawError", "check_laws", "run_laws"), "._runner"),
+    **dict.fromkeys(("arbitrary_of", "element_strategy", "fields", "ring_elements", "structures"), "._strategies"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EXACT",

@@ -15,6 +15,7 @@ from typing import Any
 
 from .._ring import REAL, Ring
 from .._structure import Structure
+from .._vector import Vector
 from ._arbitrary import Arbitrary
 from ._runner import LAWS, run_laws
 
@@ -38,6 +39,9 @@ def _target(module: Any, obj: Any) -> Any:
                 return value
             if isinstance(value, type) and issubclass(value, Arbitrary) and value.kind is obj:
                 return value
+        found = Arbitrary.registered(obj)  # defined in a module of its own (imported by the package)
+        if found is not None:
+            return found
     return obj
 
 
@@ -51,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     ring: Ring = REAL
     laws = LAWS
     if isinstance(obj, Ring):
-        from instances.vector import Vector
-
         ring, obj, laws = obj, Vector(3), tuple(law for law in LAWS if law.area == "Ring")
     if args.ring is not None:
         _, ring = _resolve(args.ring)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor
@@ -113,6 +113,19 @@ class Arbitrary(Generic[S]):
 
     #: the structure class this arbitrary draws (how ``python -m applicative.laws MODULE:Class`` finds it)
     kind: type[Structure] | None = None
+
+    _registry: ClassVar[dict[type[Structure], type[Arbitrary[Any]]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if isinstance(kind, type):
+            Arbitrary._registry[kind] = cls
+
+    @staticmethod
+    def registered(kind: type[Structure]) -> type[Arbitrary[Any]] | None:
+        """The arbitrary class declared for the structure class ``kind`` (``kind = ...``), if one was imported."""
+        return Arbitrary._registry.get(kind)
 
     def structure(self, draw: Draw) -> S:
         """Draw one structure (with its per-example data, if it carries any)."""

@@ -14,7 +14,7 @@ isomorphism the equivariance laws do not apply and the report says so.
 
 from __future__ import annotations
 
-from .._attention import ScaledSoftmax, attention
+from .._attention import ScaledSoftmax, attention, cannot_lower
 from .._field import Field
 from ._arbitrary import Isomorphism
 from ._law import AnyField, Case, Equation, Law, real_only
@@ -82,6 +82,11 @@ def _fused_heads(case: Case) -> Equation:
     return Equation(attention(_SOFTMAX, q, k, v, fused=True), attention(_SOFTMAX, q, k, v, fused=False))
 
 
+def _lowers(case: Case) -> str | None:
+    """The one reason attention does not lower (:func:`applicative.cannot_lower`), or ``None``."""
+    return cannot_lower(_SOFTMAX, case.ring)
+
+
 def _has_iso(case: Case) -> str | None:
     if (why := real_only(case)) is not None:
         return why
@@ -99,13 +104,13 @@ ATTENTION_LAWS = (
         "fused = generic (S keys)",
         "attention(fused) = attention(generic), keys on S",
         _fused_keys,
-        real_only,
+        _lowers,
     ),
     Law(
         "Attention",
         "fused = generic (S heads)",
         "attention(fused) = attention(generic), heads on S",
         _fused_heads,
-        real_only,
+        _lowers,
     ),
 )

@@ -1,46 +1,80 @@
-"""Laws of the derived algebra: fused kernels equal their generic definitions, and linear algebra::
+"""Laws of the derived algebra: every kernel equals its generic definition, and linear algebra::
 
-    contract            s.contract(a, b)        = Structure.contract(s, a, b)     (generic: counit (zip_with mul))
-    affine              s.affine(x, W, b)       = Structure.affine(s, x, W, b)
-    softmax             s.softmax(x)            = Structure.softmax(s, x)         (real ring)
-    layer_norm          s.layer_norm(x, w, b)   = Structure.layer_norm(s, x, w, b) (real ring)
+    pure/fmap/zip_with/counit   an override  = the derived kernel (from positions + measure)
+    contract            s.contract(a, b)        = counit (zip_with mul a b)
+    affine              s.affine(x, W, b)       = counit (zip_with mul x w) + b, for each row w
+    softmax             s.softmax(x)            = fmap exp x / counit (fmap exp x)      (real ring)
+    layer_norm          s.layer_norm(x, w, b)   = its definition by counit, pure, zip_with (real ring)
     mass                s.mass(x)               = counit (pure 1)
-    sdpa_factor         (a L)(b L)ᵀ             = contract(a, bᵀ)                 (real ring)
-    sdpa_log_measure    Σ exp(log w) · x        = counit x                         (real ring)
+    factor              (a L)(b L)ᵀ             = contract(a, bᵀ)                      (real ring)
     mul_mm associative  (a b) c                 = a (b c)
     mul_mv/mul_mm       mul_mv (mul_mm a b) v   = mul_mv a (mul_mv b v)
     mul (pointwise)     (a * b) * c = a * (b * c),   a * (b + c) = a * b + a * c
     dot bilinear        dot (a + b) c = dot a c + dot b c,   dot (k · a) b = k · dot a b
     dot symmetric       dot a b                 = dot b a                          (commutative rings)
 
-A fused-kernel law applies only where the structure overrides the kernel
-(otherwise it is the generic definition and the report says so). Values that
-the laws multiply pointwise are drawn with ``degree`` = the number of factors
-(so a truncated series is checked on the subspace where products are exact).
+The kernels a structure runs -- derived from its contract in
+:mod:`applicative._kernels`, or its own overrides -- are compared with the
+generic definitions written from ``pure``, ``zip_with``, ``fmap`` and
+``counit`` alone, so a mistake in a derived kernel fails these laws for every
+structure. Values that the laws multiply pointwise are drawn with ``degree`` =
+the number of factors (a truncated series is checked on the subspace where
+products are exact).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
-
+from .. import _kernels as kernels
 from .._algebra import add, dot, mul, mul_mm, mul_mv, scale
 from .._field import Field
 from .._ring import REAL
 from .._structure import Structure
+from .._tensor import broadcast_shape
 from ._law import Case, Equation, Law, real_only
 
 
-def _overridden(name: str, need_real: bool = False) -> Callable[[Case], str | None]:
+def _overridden(name: str) -> Callable[[Case], str | None]:
     def applies(case: Case) -> str | None:
-        if need_real and (why := real_only(case)) is not None:
-            return why
         if getattr(type(case.s), name) is getattr(Structure, name):
-            return f"{type(case.s).__name__} does not override {name} (the generic definition is used)"
+            return f"{type(case.s).__name__} does not override {name} (the derived kernel is used)"
         return None
 
     return applies
+
+
+def _pure(case: Case) -> Equation:
+    x = case.inner("x", case.size("p"))
+    t = case.s.pure(x.tensor, -2)
+    axes = (case.s, case.vec(x.structures[0].size))
+    return Equation(Field(t, axes, case.ring), Field(kernels.pure(case.s, x.tensor, -2), axes, case.ring))
+
+
+def _fmap(case: Case) -> Equation:
+    f = case.function("f")
+    x = case.value("x", (case.s, case.vec(case.size("p"))), f.degree)
+    lhs, rhs = case.s.fmap(f.fn, x.tensor, -2), kernels.fmap(case.s, f.fn, x.tensor, -2)
+    return Equation(x.with_tensor(lhs), x.with_tensor(rhs))
+
+
+def _zip_with(case: Case) -> Equation:
+    axes = (case.s, case.vec(case.size("p")))
+    a, b = case.value("a", axes, 2), case.value("b", axes, 2)
+    mul_ = case.ring.mul
+    return Equation(
+        a.with_tensor(case.s.zip_with(mul_, a.tensor, b.tensor, -2)),
+        a.with_tensor(kernels.zip_with(case.s, mul_, a.tensor, b.tensor, -2)),
+    )
+
+
+def _counit(case: Case) -> Equation:
+    x = case.value("x", (case.s, case.vec(case.size("p"))))
+    inner = x.axes[1:]
+    return Equation(
+        Field(case.s.counit(x.tensor, -2, case.ring), inner, case.ring),
+        Field(kernels.counit(case.s, x.tensor, -2, case.ring), inner, case.ring),
+    )
 
 
 def _contract(case: Case) -> Equation:
@@ -48,7 +82,7 @@ def _contract(case: Case) -> Equation:
     a = case.value("a", (case.vec(m), case.s), 2)
     b = case.value("b", (case.s, case.vec(k)), 2)
     fused = case.s.contract(a.tensor, b.tensor, case.ring)
-    generic = Structure.contract(case.s, a.tensor, b.tensor, case.ring)
+    generic = kernels.generic_contract(case.s, a.tensor, b.tensor, case.ring)
     axes = (case.vec(m), case.vec(k))
     return Equation(Field(fused, axes, case.ring), Field(generic, axes, case.ring))
 
@@ -59,13 +93,15 @@ def _affine(case: Case) -> Equation:
     w = case.raw("W", (case.vec(m), case.s), 2)
     b = case.raw("bias", (case.vec(m),))
     fused = case.s.affine(x.tensor, w, b, case.ring)
-    generic = Structure.affine(case.s, x.tensor, w, b, case.ring)
+    generic = kernels.generic_affine(case.s, x.tensor, w, b, case.ring)
     return Equation(Field(fused, (case.vec(m),), case.ring), Field(generic, (case.vec(m),), case.ring))
 
 
 def _softmax(case: Case) -> Equation:
     x = case.value("x", (case.vec(case.size("m")), case.s), None)
-    return Equation(x.with_tensor(case.s.softmax(x.tensor, -1)), x.with_tensor(Structure.softmax(case.s, x.tensor, -1)))
+    return Equation(
+        x.with_tensor(case.s.softmax(x.tensor, -1)), x.with_tensor(kernels.generic_softmax(case.s, x.tensor, -1))
+    )
 
 
 def _layer_norm(case: Case) -> Equation:
@@ -73,53 +109,25 @@ def _layer_norm(case: Case) -> Equation:
     w = case.unbatched("weight", (case.s,), 2)
     b = case.unbatched("bias", (case.s,))
     fused = case.s.layer_norm(x.tensor, w.tensor, b.tensor, 1e-5)
-    return Equation(
-        x.with_tensor(fused), x.with_tensor(Structure.layer_norm(case.s, x.tensor, w.tensor, b.tensor, 1e-5))
-    )
+    generic = kernels.generic_layer_norm(case.s, x.tensor, w.tensor, b.tensor, 1e-5)
+    return Equation(x.with_tensor(fused), x.with_tensor(generic))
 
 
 def _mass(case: Case) -> Equation:
     x = case.value("x", (case.s,))
-    m = Field(case.s.mass(x.tensor), (), REAL)
-    return Equation(m, Field(Structure.mass(case.s, x.tensor), (), REAL))
+    m = case.s.mass(x.tensor)
+    g = kernels.generic_mass(case.s, x.tensor)
+    return Equation(Field(m.expand(broadcast_shape(m.shape, g.shape)), (), REAL), Field(g, (), REAL))
 
 
-def _sdpa_factor(case: Case) -> Equation:
+def _factor(case: Case) -> Equation:
     m, k = case.size("m"), case.size("k")
     a = case.value("a", (case.vec(m), case.s), 2)
     b = case.value("b", (case.vec(k), case.s), 2)
-    fa, fb = case.s.sdpa_factor(a.tensor), case.s.sdpa_factor(b.tensor)
-    assert fa is not None and fb is not None
+    fa, fb = kernels.factor(case.s, a.tensor), kernels.factor(case.s, b.tensor)
     axes = (case.vec(m), case.vec(k))
     lhs = Field(fa @ fb.transpose(-1, -2), axes, REAL)
     return Equation(lhs, Field(case.s.contract(a.tensor, b.tensor.transpose(-1, -2), REAL), axes, REAL))
-
-
-def _sdpa_factor_applies(case: Case) -> str | None:
-    if (why := real_only(case)) is not None:
-        return why
-    like = case.s.pure(torch.zeros(1, dtype=torch.float64), -1)
-    if case.s.sdpa_factor(like) is None:
-        return f"{type(case.s).__name__} has no metric factor (attention is not lowered on it as heads)"
-    return None
-
-
-def _sdpa_log_measure(case: Case) -> Equation:
-    h = case.vec(case.size("h"))
-    x = case.value("x", (case.s, h))  # keys layout (..., S, H)
-    log_w = case.s.sdpa_log_measure(x.tensor)  # (..., S)
-    weighted = x.tensor if log_w is None else x.tensor * log_w.exp().unsqueeze(-1)
-    return Equation(Field(weighted.sum(-2), (h,), REAL), Field(case.s.counit(x.tensor, -2, REAL), (h,), REAL))
-
-
-def _sdpa_log_measure_applies(case: Case) -> str | None:
-    if (why := real_only(case)) is not None:
-        return why
-    try:
-        case.s.sdpa_log_measure(case.s.pure(torch.zeros(1, 1, dtype=torch.float64), -2))
-    except NotImplementedError:
-        return f"{type(case.s).__name__}'s measure is not diagonal (attention is not lowered over it)"
-    return None
 
 
 def _mm_assoc_contract_first(case: Case) -> Equation:
@@ -190,19 +198,16 @@ def _commutative(case: Case) -> str | None:
 
 
 FUSION_LAWS = (
-    Law("Fusion", "contract", "s.contract(a, b) = Structure.contract(s, a, b)", _contract, _overridden("contract")),
-    Law("Fusion", "affine", "s.affine(x, W, b) = Structure.affine(s, x, W, b)", _affine, _overridden("affine")),
-    Law("Fusion", "softmax", "s.softmax(x) = Structure.softmax(s, x)", _softmax, _overridden("softmax", True)),
-    Law(
-        "Fusion",
-        "layer_norm",
-        "s.layer_norm(x, w, b) = Structure.layer_norm(s, x, w, b)",
-        _layer_norm,
-        _overridden("layer_norm", True),
-    ),
-    Law("Fusion", "mass", "s.mass(x) = counit (pure 1)", _mass, _overridden("mass")),
-    Law("Fusion", "sdpa_factor", "(a L)(b L)ᵀ = contract(a, bᵀ)", _sdpa_factor, _sdpa_factor_applies),
-    Law("Fusion", "sdpa_log_measure", "Σ exp(log w) · x = counit x", _sdpa_log_measure, _sdpa_log_measure_applies),
+    Law("Fusion", "pure = derived", "s.pure x = the derived pure", _pure, _overridden("pure")),
+    Law("Fusion", "fmap = derived", "s.fmap f x = the derived fmap", _fmap, _overridden("fmap")),
+    Law("Fusion", "zip_with = derived", "s.zip_with f a b = the derived zip_with", _zip_with, _overridden("zip_with")),
+    Law("Fusion", "counit = derived", "s.counit x = Σ w ⊗ (positions of x)", _counit, _overridden("counit")),
+    Law("Fusion", "contract", "s.contract(a, b) = counit (zip_with mul a b)", _contract),
+    Law("Fusion", "affine", "s.affine(x, W, b) = counit (zip_with mul x w) + b", _affine),
+    Law("Fusion", "softmax", "s.softmax(x) = fmap exp x / counit (fmap exp x)", _softmax, real_only),
+    Law("Fusion", "layer_norm", "s.layer_norm(x, w, b) = its generic definition", _layer_norm, real_only),
+    Law("Fusion", "mass", "s.mass(x) = counit (pure 1)", _mass),
+    Law("Fusion", "factor", "(a L)(b L)ᵀ = contract(a, bᵀ)", _factor, real_only),
     Law("Algebra", "mul_mm associative (S contracted)", "(a b) c = a (b c), a : V S", _mm_assoc_contract_first),
     Law("Algebra", "mul_mm associative (S in the middle)", "(a b) c = a (b c), b : V S", _mm_assoc_middle),
     Law("Algebra", "mul_mv of mul_mm (S contracted)", "mul_mv (mul_mm a b) v = mul_mv a (mul_mv b v), a : V S", _mv_mm),

@@ -19,6 +19,7 @@ from .._field import Field
 from .._ring import Real, Ring
 from .._structure import Structure
 from .._tensor import broadcast_shape
+from .._vector import Vector
 from ._arbitrary import Arbitrary, Draw, Elements, Tolerance
 
 AnyField = Field[*tuple[Any, ...]]
@@ -101,8 +102,6 @@ class Case:
 
     def vec(self, n: int) -> Structure:
         """An anonymous ``Vector(n)`` (the inner type ``R^n`` of values)."""
-        from instances.vector import Vector
-
         return Vector(n)
 
     def partner(self) -> Structure:
@@ -205,7 +204,7 @@ class Verdict:
 def compare(eq: Equation, arb: Arbitrary[Any], tol: Tolerance) -> Verdict:
     """Observational equality of the two sides within ``tol``."""
     ls, rs = eq.lhs.structures, eq.rhs.structures
-    if ls != rs:
+    if len(ls) != len(rs) or not all(a == b or a.equals(b) for a, b in zip(ls, rs, strict=True)):
         return Verdict(False, float("inf"), f"structures differ: lhs on {list(ls)!r}, rhs on {list(rs)!r}")
     k = len(ls)
     a, b = eq.lhs.tensor, eq.rhs.tensor

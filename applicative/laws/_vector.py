@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from .._structure import Structure
+from .._vector import Vector
 from ._arbitrary import Arbitrary, Draw, Isomorphism
 
 
@@ -22,8 +23,6 @@ class VectorArbitrary(Arbitrary[Structure]):
     @staticmethod
     def of(target: object) -> VectorArbitrary | None:
         """The arbitrary for a ``Vector`` object or subclass, or ``None`` if ``target`` is not one."""
-        from instances.vector import Vector
-
         if isinstance(target, Vector):
             return VectorArbitrary(type(target), target.size)
         if isinstance(target, type) and issubclass(target, Vector):

@@ -99,7 +99,7 @@ def accuracy(model: Readout[Vector, Vector], inputs: Inputs, split: Split, batch
     right = 0
     with torch.no_grad():
         for i in range(0, len(split), batch):
-            logits = model(inputs(split.exprs[i : i + batch]))
+            logits = model(inputs(split.exprs[i : i + batch])).tensor
             right += int((logits.argmax(-1).cpu() == split.labels[i : i + batch]).sum())
     model.train()
     return right / len(split)
@@ -117,7 +117,7 @@ def fit(cfg: Config, inputs: Inputs, train: Split, test: Split, device: torch.de
     t0 = time.perf_counter()
     for _ in range(cfg.steps):
         idx = torch.randint(len(train), (cfg.batch,), generator=g).tolist()
-        logits = model(inputs([train.exprs[i] for i in idx]))
+        logits = model(inputs([train.exprs[i] for i in idx])).tensor
         loss = nn.functional.cross_entropy(logits, train.labels[idx].to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()

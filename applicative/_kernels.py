@@ -1,0 +1,287 @@
+"""Every kernel of a structure, derived once from its contract: positions and a measure.
+
+With ``P`` the map from stored values to positions (the identity unless the
+structure has a :class:`~applicative.Basis`), ``S`` its inverse and ``w`` the
+measure at the positions (``None``: counting)::
+
+    pure x            = S (x at every position)
+    fmap f x          = S (f (P x))
+    zip_with f a b    = S (f (P a) (P b))                  on the product grid
+    counit x          = Σ_j w_j ⊗ (P x)_j
+    contract a b      = a diag(w) b                        (stored = positions)
+                      = a W b,  W = Pᵀ diag(w) P            (another basis: the metric)
+    affine x W b      = contract x Wᵀ + b
+    mass              = Σ_j w_j
+    softmax x         = e^x / Σ_j w_j e^{x_j}              at the positions
+    layer_norm x      = (x - μ) / sqrt(σ² + ε) · γ + β,    μ = counit x / mass,  σ² = contract (x-μ) (x-μ) / mass
+
+The generic definitions -- ``contract = counit (zip_with mul a b)`` and so on,
+written from ``pure``, ``zip_with``, ``fmap`` and ``counit`` alone -- are the
+``generic_*`` functions: the specification the law checker compares every
+kernel against. ``factor`` and ``lowered_keys`` are the attention lowering
+(:mod:`applicative._attention`): a metric ``M = L Lᵀ`` on the heads, and keys
+and values at their positions with the additive bias ``log w``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as nnf
+from torch import Tensor
+
+from ._errors import StructureError
+from ._ring import REAL, Real, Ring
+from ._tensor import aligned, broadcast_pair, pad_before
+
+if TYPE_CHECKING:
+    from ._structure import Pointwise, Pointwise2, Structure
+
+
+def _real_dtype(x: Tensor) -> torch.dtype:
+    return x.real.dtype if x.is_complex() else x.dtype
+
+
+def log_weights(s: Structure, x: Tensor, d: int, points: int | None = None) -> tuple[Tensor, int, Tensor | None]:
+    """``(x, d, log w)``: ``x`` padded so the batch fits before axis ``d``, and ``log w`` aligned to act on it."""
+    lw = s.log_measure(_real_dtype(x), x.device, points)
+    if lw is None:
+        return x, d, None
+    x, d = pad_before(x, d, lw.ndim - 1)
+    return x, d, aligned(lw, d, x.ndim - d - 1)
+
+
+def check_ring(s: Structure, ring: Ring, op: str) -> None:
+    """A structure with a basis other than its positions needs the real ring (the change of basis is real-linear)."""
+    if s.basis is not None and not isinstance(ring, Real):
+        raise StructureError(
+            f"{op}: {s!r} stores values in a basis other than its positions, and changing basis needs "
+            f"the real ring, not {ring!r}; use a structure stored at its positions (a Vector) for other rings"
+        )
+    if not isinstance(ring, Real) and not ring.idempotent:
+        lw = s.log_measure(torch.float64, torch.device("cpu"))
+        if lw is not None:
+            ring.weights(lw)  # raises, naming the ring
+
+
+# ---- Applicative and Counit --------------------------------------------------
+
+
+def pure(s: Structure, x: Tensor, dim: int) -> Tensor:
+    """``pure x``: ``x`` at every position, in the stored basis."""
+    d = dim % (x.ndim + 1)
+    t = x.unsqueeze(d).expand(*x.shape[:d], s.size, *x.shape[d:])
+    return t if s.basis is None else s.stored(t, d)
+
+
+def fmap(s: Structure, f: Pointwise, x: Tensor, dim: int) -> Tensor:
+    """``fmap f``: ``f`` at the positions."""
+    if s.basis is None:
+        return f(x)
+    d = dim % x.ndim
+    return s.stored(f(s.positions(x, d)), d)
+
+
+def zip_with(s: Structure, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
+    """``fmap (uncurry f) (pair a b)``: ``f`` at the positions of the product grid, back to the stored basis."""
+    if s.basis is None:
+        return f(a, b)
+    d, m = dim % a.ndim, s.grid
+    return s.stored(f(s.positions(a, d, m), s.positions(b, d, m)), d)
+
+
+def counit(s: Structure, x: Tensor, dim: int, ring: Ring) -> Tensor:
+    """``Σ_j w_j ⊗ x_j`` at the positions (positions of weight zero contribute the ring's zero)."""
+    d = dim % x.ndim
+    if s.basis is not None:
+        check_ring(s, ring, "counit")
+        x = s.positions(x, d)
+    x, d, lw = log_weights(s, x, d)
+    if lw is None:
+        return ring.sum(x, d)
+    y = ring.mul(ring.weights(lw), x)
+    return ring.sum(torch.where(torch.isneginf(lw), ring.zero(y), y), d)
+
+
+# ---- derived kernels ------------------------------------------------------------
+
+
+def contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+    """``counit (zip_with mul a b)`` as one matrix product against the measure: ``(..., m, n) x (..., n, k)``."""
+    if s.basis is not None:
+        check_ring(s, ring, "contract")
+        if not s.batch_shape:
+            w = s.metric(a.dtype, a.device)
+            return (a @ w) @ b if a.shape[-2] <= b.shape[-1] else a @ (w @ b)
+        return generic_contract(s, a, b, ring)
+    lw = s.log_measure(_real_dtype(a), a.device)
+    if lw is None:
+        return ring.matmul(a, b)
+    q = lw.ndim - 1
+    a, da = pad_before(a, a.ndim - 2, q)  # the weights line up with the batch, not with m
+    b, db = pad_before(b, b.ndim - 2, q)
+    lwa, lwb = aligned(lw, da, 0).unsqueeze(-2), aligned(lw, db, 1)  # (*batch, 1.., 1, n), (*batch, 1.., n, 1)
+    wa = ring.mul(ring.weights(lwa), a)
+    wa = torch.where(torch.isneginf(lwa), ring.zero(wa), wa)
+    return ring.matmul(wa, torch.where(torch.isneginf(lwb), ring.zero(b), b))
+
+
+def affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+    """``x Wᵀ + b`` contracting the last axis of ``x``: ``nnf.linear`` against the measure where it can."""
+    if isinstance(ring, Real) and weight.ndim == 2 and not s.batch_shape:
+        if s.basis is not None:
+            return nnf.linear(x, weight @ s.metric(weight.dtype, weight.device), bias)
+        lw = s.log_measure(_real_dtype(x), x.device)
+        if lw is None:
+            return nnf.linear(x, weight, bias)
+        return nnf.linear(torch.where(torch.isneginf(lw), 0, x * lw.exp()), weight, bias)
+    return affine_by_contract(s, x, weight, bias, ring)
+
+
+def affine_by_contract(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+    """``contract x Wᵀ`` plus the bias."""
+    y = s.contract(x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
+    return y if bias is None else ring.add(y, bias)
+
+
+def mass(s: Structure, like: Tensor) -> Tensor:
+    """``counit (pure 1) = Σ_j w_j``, broadcasting against ``like.shape[:-1]``."""
+    lw = s.log_measure(_real_dtype(like), like.device)
+    if lw is None:
+        return like.new_full(like.shape[:-1], float(s.size))
+    total = lw.exp().sum(-1)  # (*batch,)
+    if like.ndim - 1 < total.ndim:  # a value shared by every example: one mass per example
+        return total
+    return total.reshape(*total.shape, *([1] * (like.ndim - 1 - total.ndim))).expand(like.shape[:-1])
+
+
+def softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
+    """``e^x / counit(e^x)`` along ``dim`` against the measure (over the real ring).
+
+    Stored at positions: ``exp(x - logsumexp(x + log w))``. In another basis: ``e^x``
+    at the product grid, back to the stored basis, divided by its counit.
+    """
+    d = dim % x.ndim
+    if s.basis is not None:
+        v = s.positions(x, d, s.grid)
+        e = s.stored(torch.exp(v - v.amax(d, keepdim=True).detach()), d)  # a constant shift of the function
+        return e / s.counit(e, d, REAL).unsqueeze(d)
+    x, d, lw = log_weights(s, x, d)
+    if lw is None:
+        return torch.softmax(x, d)
+    lse = torch.logsumexp(torch.where(torch.isneginf(lw), -math.inf, x + lw), d, keepdim=True)
+    return torch.exp(x - lse)
+
+
+def layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """Layer norm over the last axis; mean by the counit, variance by the contraction (exact in any basis)."""
+    if s.basis is None and not s.batch_shape and s.log_measure(_real_dtype(x), x.device) is None:
+        return nnf.layer_norm(x, (s.size,), weight, bias, eps)
+    m = s.mass(x)
+    centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)
+    var = s.contract(centred.unsqueeze(-2), centred.unsqueeze(-1), REAL)[..., 0, 0] / m
+    return scale_shift(s, centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
+
+
+def scale_shift(s: Structure, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    """``y * weight + bias`` along the last axis (the product is a zip: a product of functions)."""
+    if weight is not None:
+        y = s.zip_with(torch.mul, y, weight.expand_as(y), -1)
+    return y if bias is None else y + bias
+
+
+# ---- the metric, and the attention lowering ----------------------------------------
+
+
+def metric(s: Structure, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``W = Pᵀ diag(w) P`` on the product grid: the Gram matrix of the stored basis, ``(n, n)``."""
+    if s.batch_shape:
+        raise StructureError(f"{s!r}: a metric is per structure, but this one carries per-example data")
+    return _metric(s, dtype, device)
+
+
+@functools.lru_cache(maxsize=256)
+def _metric64(s: Structure) -> Tensor:
+    with torch.inference_mode(False):
+        eye = torch.eye(s.size, dtype=torch.float64)
+        p = s.positions(eye, 0, s.grid)  # (grid, n): the basis functions at the positions
+        lw = s.log_measure(torch.float64, torch.device("cpu"), s.grid)
+        wp = p if lw is None else p * lw.exp().unsqueeze(-1)
+        return p.transpose(0, 1) @ wp
+
+
+def _metric(s: Structure, dtype: torch.dtype, device: torch.device) -> Tensor:
+    return _metric64(s).to(dtype=dtype, device=device)
+
+
+@functools.lru_cache(maxsize=256)
+def _factor64(s: Structure) -> Tensor:
+    with torch.inference_mode(False):
+        factor: Tensor = torch.linalg.cholesky(s.metric(torch.float64, torch.device("cpu")))
+        return factor
+
+
+def factor(s: Structure, x: Tensor) -> Tensor:
+    """``x L`` along the last axis, with ``L Lᵀ`` the metric of the contraction (heads of attention)."""
+    if s.basis is not None:
+        if torch.compiler.is_compiling():
+            chol: Tensor = torch.linalg.cholesky(s.metric(torch.float64, x.device))
+            return x @ chol.to(x.dtype)
+        return x @ _factor64(s).to(dtype=x.dtype, device=x.device)
+    x, _, lw = log_weights(s, x, x.ndim - 1)
+    if lw is None:
+        return x
+    return torch.where(torch.isneginf(lw), 0, x * (0.5 * lw).exp())
+
+
+def lowered_keys(s: Structure, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Keys ``(..., n, e)`` and values ``(..., n, g)`` at the positions of ``s``, and the bias ``log w`` ``(..., n)``.
+
+    Another basis is sampled at its product grid (the quadrature points of its measure).
+    """
+    points = None
+    if s.basis is not None:
+        points = s.grid
+        tk, tv = s.positions(tk, -2, points), s.positions(tv, -2, points)
+    lw = s.log_measure(_real_dtype(tk), tk.device, points)
+    if lw is None:
+        return tk, tv, None
+    tk, d = pad_before(tk, tk.ndim - 2, lw.ndim - 1)
+    return tk, tv, aligned(lw, d, 0)
+
+
+# ---- the generic definitions: the specification ---------------------------------------
+
+
+def generic_contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+    """``counit (zip_with mul a b)``, materialising the ``m x n x k`` products."""
+    pa, pb = broadcast_pair(a.unsqueeze(-1), b.unsqueeze(-3))  # (..., m, n, k)
+    return s.counit(s.zip_with(ring.mul, pa, pb, -2), -2, ring)
+
+
+def generic_affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+    """``counit (zip_with mul x w)`` for each row ``w`` of the weight, plus the bias."""
+    y = generic_contract(s, x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
+    return y if bias is None else ring.add(y, bias)
+
+
+def generic_mass(s: Structure, like: Tensor) -> Tensor:
+    """``counit (pure 1)``."""
+    return s.counit(s.pure(like.new_ones(like.shape[:-1]), -1), -1, REAL)
+
+
+def generic_softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
+    """``e / counit e`` with ``e = fmap exp (x - pure m)``, ``m`` the largest stored value (for stability)."""
+    e = s.fmap(torch.exp, x - s.pure(x.amax(dim).detach(), dim), dim)
+    return e / s.counit(e, dim, REAL).unsqueeze(dim)
+
+
+def generic_layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """``μ = counit x / counit (pure 1)``, ``σ² = counit ((x - μ)²) / counit (pure 1)``, then scale and shift."""
+    m = generic_mass(s, x)
+    centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)
+    var = s.counit(s.zip_with(torch.mul, centred, centred, -1), -1, REAL) / m
+    return scale_shift(s, centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)

@@ -1,0 +1,111 @@
+"""Padded sequences: a batch of variable-length sequences on one axis.
+
+``Padded(n, lengths)`` is the index set ``{0, ..., n-1}`` with, per example, the
+measure ``1`` on the first ``lengths[i]`` positions and ``0`` on the rest: the
+counting measure of each example's own length. Written as a contract only
+(per-example data and a measure); everything else is derived, so padding
+never contributes to a counit, a softmax or attention: attention over a
+padded axis lowers to one fused kernel with the bias ``0`` / ``-inf``, which is
+``torch.nn.Transformer``'s ``src_key_padding_mask`` / ``tgt_key_padding_mask`` /
+``memory_key_padding_mask``. Positions are ordered, so causal attention works
+on it.
+
+Values at padding positions are computed like any others (as in PyTorch) and
+are meaningless; keep them finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from applicative import Structure, StructureError
+
+
+class Padded(Structure):
+    """Sequences of at most ``size`` positions; example ``i`` is valid on its first ``lengths[i]``.
+
+    Args:
+        size: the padded length ``n`` (the tensor axis).
+        lengths: ``(*batch,)`` integers in ``[1, n]`` (a tensor or a list); copied.
+
+    Raises:
+        StructureError: if ``size`` is not a positive int, or a length is not an integer in ``[1, size]``.
+    """
+
+    ordered: ClassVar[bool] = True
+
+    def __init__(self, size: int, lengths: Tensor | Sequence[int]) -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise StructureError(f"Padded: size must be a positive int, got {size!r:.40}")
+        n = lengths if isinstance(lengths, Tensor) else torch.tensor(list(lengths))
+        if n.dtype.is_floating_point or n.dtype.is_complex or n.dtype == torch.bool:
+            raise StructureError(f"Padded: lengths must be integers, got dtype {n.dtype}")
+        if n.ndim == 0 or n.numel() == 0:
+            raise StructureError(
+                f"Padded: lengths needs one entry per example (shape (*batch,)), got shape {tuple(n.shape)}"
+            )
+        n = n.to(torch.int64).clone()
+        bad = (n < 1) | (n > size)
+        if bool(bad.any()):
+            first = n[bad].reshape(-1)[0].item()
+            raise StructureError(
+                f"Padded: every length must lie in [1, {size}], got {first}; "
+                "an empty sequence has nothing to attend to (drop it from the batch)"
+            )
+        self.size, self.lengths = size, n
+
+    @classmethod
+    def from_mask(cls, key_padding_mask: Tensor) -> Padded:
+        """From PyTorch's ``key_padding_mask`` ``(*batch, n)``: ``True`` at padding, which must be trailing."""
+        valid = ~key_padding_mask.bool()
+        lengths = valid.sum(-1)
+        trailing = torch.arange(valid.shape[-1], device=valid.device) < lengths.unsqueeze(-1)
+        if not bool((trailing == valid).all()):
+            raise StructureError("Padded.from_mask: padding must come after every valid position of a row")
+        return cls(valid.shape[-1], lengths)
+
+    @property
+    def mask(self) -> Tensor:
+        """``(*batch, n)``: ``True`` at valid positions."""
+        return torch.arange(self.size, device=self.lengths.device) < self.lengths.unsqueeze(-1)
+
+    # ---- the contract: per-example data and the measure ------------------------
+
+    def data(self) -> tuple[Tensor, ...]:
+        return (self.lengths,)
+
+    def with_data(self, data: tuple[Tensor, ...]) -> Padded:
+        p = Padded.__new__(Padded)
+        p.size, p.lengths = self.size, data[0]
+        return p
+
+    def static(self) -> Hashable:
+        return (self.size, tuple(self.lengths.shape))
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.lengths.shape
+
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
+        """``0`` at valid positions, ``-inf`` at padding: ``(*batch, n)``."""
+        valid = self.mask.to(device)
+        return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
+
+    @classmethod
+    def concat(cls, structures: Sequence[Padded]) -> Padded:
+        """Batches joined along their first axis, padded to the largest size."""
+        if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
+            raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
+        first = structures[0]
+        if all(p is first for p in structures):
+            return first
+        out = Padded.__new__(Padded)
+        out.size, out.lengths = max(p.size for p in structures), torch.cat([p.lengths for p in structures], 0)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Padded({self.size}, batch={tuple(self.batch_shape)})"
