@@ -205,7 +205,17 @@ def scale(c: float | Tensor, x: Field[*A]) -> Field[*A]:
 
 
 def dot(a: Field[*B, F], b: Field[*B, F]) -> Field[*B]:
-    """``dot a b = counit (zip_with mul a b)`` over the last axis; ``fmap``-ed over leading typed axes."""
+    """``dot a b = counit (zip_with mul a b)`` over the last axis; ``fmap``-ed over leading typed axes.
+
+    Two values on different structures of one axis (two trees) are contracted by
+    the structure's fused :meth:`~applicative.Structure.inner` when it has one,
+    without building the pairing.
+    """
+    if _typed(a) == 1 and _typed(b) == 1 and a.structures[0] is not b.structures[0]:
+        check_compatible("dot", a, b)
+        t = a.structures[0].inner(b.structures[0], a.tensor, b.tensor, a.ring)
+        if t is not None:
+            return cast("Field[*B]", Field(t, (), a.ring))
     axes, ta, tb = _aligned("dot", a, b)
     s = axes[-1]
     t = s.contract(ta.unsqueeze(-2), tb.unsqueeze(-1), a.ring)[..., 0, 0]

@@ -112,11 +112,8 @@ class Field(Generic[*Axes]):
             raise StructureError(
                 f"Field indexing selects examples along the first batch axis only, got the tuple {index!r:.60}"
             )
-        t = self.tensor[index]
-        if t.ndim < self.tensor.ndim:  # an int dropped the axis: per-example data keeps a size-1 batch
-            t = t.unsqueeze(0)
-            index = slice(index, index + 1) if isinstance(index, int) else index
         axes = tuple(s.index_batch(index) for s in self.structures)
+        t = self.tensor[index]
         return Field(t, axes, self.ring)  # type: ignore[arg-type]
 
     def check_finite(self, where: str = "input") -> Field[*Axes]:
@@ -208,7 +205,8 @@ def stack(fields: Sequence[Field[*Axes]]) -> Field[*Axes]:
 
 
 def _unsqueezed(f: Field[*Axes]) -> Field[*Axes]:
-    return Field(f.tensor.unsqueeze(0), tuple(s.unsqueeze_batch(0) for s in f.structures), f.ring)  # type: ignore[arg-type]
+    axes = tuple(s.with_data(tuple(t.unsqueeze(0) for t in s.data())) if s.data() else s for s in f.structures)
+    return Field(f.tensor.unsqueeze(0), axes, f.ring)  # type: ignore[arg-type]
 
 
 def _pad_to(t: Tensor, dim: int, size: int) -> Tensor:

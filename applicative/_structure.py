@@ -227,6 +227,14 @@ class Structure(abc.ABC):
             raise StructureError(f"cannot refine {self!r} to {target!r}")
         return x
 
+    def inner(self, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
+        """``counit (zip_with mul a b)`` for ``a`` on ``self`` and ``b`` on ``other`` (the last axes), fused.
+
+        ``None`` (the default) means: pair by :meth:`join` and :meth:`refine`, then contract.
+        A structure whose pairing is data dependent may walk both at once instead.
+        """
+        return None
+
     # ---- derived: Applicative and Counit ---------------------------------------
 
     def pure(self, x: Tensor, dim: int) -> Tensor:
@@ -334,10 +342,15 @@ class Structure(abc.ABC):
         return self._memo(("to", device), lambda: self.with_data(tuple(t.to(device) for t in data)))
 
     def index_batch(self, index: Any) -> Self:
-        """The examples ``index`` of the leading batch axis (a broadcast axis of size 1 is kept)."""
+        """The examples ``index`` of the leading batch axis (an ``int`` drops the axis, as for tensors).
+
+        A broadcast axis of size 1 is kept (or dropped, for an ``int``).
+        """
         data = self.data()
-        if not data or not self.batch_shape or self.batch_shape[0] == 1:
+        if not data or not self.batch_shape:
             return self
+        if self.batch_shape[0] == 1:
+            return self.with_data(tuple(t[0] for t in data)) if isinstance(index, int) else self
         return self.with_data(tuple(t[index] for t in data))
 
     @classmethod

@@ -7,18 +7,24 @@ refinement, copying leaves down), a pointwise product, and the sum of leaves:
 
 * peer: the Haskell instance of the design source transcribed as recursive
   Python over nested tuples, one tree at a time;
-* ours: :class:`instances.Tree` -- merge of sorted breakpoints, gathers, one
-  masked sum, for the whole batch at once.
+* ours (fused): :func:`instances._tree_inner.inner_linear` -- one compiled
+  two-pointer walk over both trees' breakpoints per pair, multiplying and
+  adding as it meets each refined leaf; the refined tree is never built. It
+  is CPU-only: on another device "ours" is the unfused path below;
+* ours (unfused, printed for comparison): :class:`instances.Tree` -- merge of
+  sorted breakpoints, gathers, one masked sum, for the whole batch at once.
 
-Memory: the peak bytes of tensors alive during ``pair`` + ``counit`` (tracked
-exactly with a dispatch mode), for trees of ``L`` leaves, balanced and
+Memory: the peak bytes of tensors alive during the unfused ``pair`` + ``counit``
+(tracked exactly with a dispatch mode), for trees of ``L`` leaves, balanced and
 caterpillar-shaped (depth ``L - 1``: a dense ``2^depth`` layout would need
-``2^(L-1)`` slots). Linear growth means bytes / (batch * L) stays flat.
+``2^(L-1)`` slots). Linear growth means bytes / (batch * L) stays flat. The
+fused walk's peak is printed beside it: its output, whatever ``L``.
 
-Timing: rounds of one reference run followed by the best of a few batched
-runs (``timeit``'s convention: slower runs measure the neighbours); the
-result is the median over rounds of the per-round ratio, so both sides of
-each ratio ran under the same conditions on a shared machine.
+Timing: rounds of one reference run followed by the best of a few fused
+runs, then the best of a few unfused runs (``timeit``'s convention: slower
+runs measure the neighbours); the result is the median over rounds of the
+per-round ratio reference / fused, so both sides of each ratio ran under the
+same conditions on a shared machine.
 
 Run: ``python benchmarks/tree_ops.py [--quick] [--device cuda]``. The last line
 is the result.
@@ -42,7 +48,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from applicative import Field, counit, zip_with
-from instances import Tree, tree_field
+from instances import NodeAlgebra, Tree, tree_field
+from instances._tree_inner import inner_linear
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l, transcribed ------------------
 
@@ -116,8 +123,24 @@ def fresh(f: Field[Tree]) -> Field[Tree]:
     return Field(f.tensor, (Tree._of(t.start, t.depth, t.algebra),))
 
 
-def ours(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
+def unfused(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
+    """``counit (zip_with mul a b)`` through :class:`Tree`: the refined tree, two gathers, a masked sum."""
     return counit(zip_with(lambda u, v: Field(u.tensor * v.tensor, ()), a, b)).tensor
+
+
+def fused_or_none(a: Field[Tree], b: Field[Tree]) -> torch.Tensor | None:
+    """The same by one compiled walk per tree pair (``None`` off the CPU: the kernel does not apply)."""
+    ta, tb = a.structures[0], b.structures[0]
+    assert isinstance(ta, Tree) and isinstance(tb, Tree) and ta.algebra is tb.algebra
+    if ta.algebra is NodeAlgebra.MEAN:
+        return inner_linear(ta.start, tb.start, ta.depth, tb.depth, a.tensor, b.tensor)
+    return inner_linear(ta.start, tb.start, None, None, a.tensor, b.tensor)
+
+
+def ours(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
+    """The fused walk where it applies, else the unfused path."""
+    out = fused_or_none(a, b)
+    return unfused(a, b) if out is None else out
 
 
 # ---- exact peak of live tensor bytes -----------------------------------------------------------
@@ -140,9 +163,13 @@ class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
+        flat = [*args, *(kwargs or {}).values()]
+        inputs = {t.untyped_storage().data_ptr() for t in flat if isinstance(t, torch.Tensor)}
         for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor):
                 ptr = t.untyped_storage().data_ptr()
+                if ptr not in self.live and ptr in inputs:  # a view of a tensor made before the mode: no new bytes
+                    continue
                 if ptr not in self.live:
                     self.live[ptr] = [t.untyped_storage().nbytes(), 0]
                     self.now += self.live[ptr][0]
@@ -152,12 +179,12 @@ class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-def peak_bytes(make: Any, batch: int, leaves: int, device: torch.device) -> int:
+def peak_bytes(run: Any, make: Any, batch: int, leaves: int, device: torch.device) -> int:
     """Peak extra bytes of ``counit (zip_with mul a b)``: ``batch`` copies of ``make(leaves)``, ``make(leaves / 2)``."""
     a = tree_field([make(leaves)] * batch, dtype=torch.float32, device=device)
     b = tree_field([make(max(1, leaves // 2))] * batch, dtype=torch.float32, device=device)
     with PeakBytes() as m:
-        ours(a, b)
+        run(a, b)
     return int(m.peak)
 
 
@@ -196,35 +223,53 @@ def main() -> None:
         expected[:] = [reference(x, y) for x, y in zip(ra, rb, strict=True)]
 
     run_reference()
-    got = ours(fresh(a), fresh(b))
-    assert got.tolist() == expected, "batched result differs from the recursive reference"
-    pairs = [(fresh(a), fresh(b)) for _ in range(rounds * per_round + warm)]  # new trees: no cached join reused
-    for _ in range(warm):  # the CPU merge kernel is compiled (or loaded) on first use; the allocator settles
-        ours(*pairs.pop())
-    # rounds of (one reference run, then the best of a few batched runs): both sides of each ratio see the
-    # same machine, which on a shared one drifts by 2x within a minute
+    is_fused = fused_or_none(a, b) is not None
+    for run in (ours, unfused):
+        got = run(fresh(a), fresh(b))
+        assert got.tolist() == expected, f"{run.__name__}: batched result differs from the recursive reference"
+    n_pairs = rounds * per_round + warm
+    pairs = {run: [(fresh(a), fresh(b)) for _ in range(n_pairs)] for run in (ours, unfused)}  # no cached join reused
+    for run in (ours, unfused):
+        for _ in range(warm):  # the CPU kernels are compiled (or loaded) on first use; the allocator settles
+            run(*pairs[run].pop())
+    # rounds of (one reference run, then the best of a few fused runs, then of a few unfused runs): all sides
+    # of each ratio see the same machine, which on a shared one drifts by 2x within a minute
     print(f"device={device} threads={torch.get_num_threads()} batch={batch} leaves<={a.tensor.shape[-1]} depth<=32")
-    print(f"{'round':>5} {'reference':>12} {'batched (best of ' + str(per_round) + ')':>24} {'speedup':>9}")
-    ratios = []
+    if not is_fused:
+        print(f"(the fused walk is CPU-only: on {device} 'fused' below is the unfused path)")
+    best = f"(best of {per_round})"
+    print(f"{'round':>5} {'reference':>12} {'fused ' + best:>20} {'speedup':>9} {'unfused ' + best:>22} {'speedup':>9}")
+    ratios, unfused_ratios, times = [], [], []
     for k in range(rounds):
         ref_s = timed(run_reference, lambda: None)
-        ours_s = min(timed(lambda: ours(*pairs.pop()), sync) for _ in range(per_round))
+        ours_s = min(timed(lambda: ours(*pairs[ours].pop()), sync) for _ in range(per_round))
+        unfused_s = min(timed(lambda: unfused(*pairs[unfused].pop()), sync) for _ in range(per_round))
         ratios.append(ref_s / ours_s)
-        print(f"{k:5d} {ref_s * 1e3:10.1f}ms {ours_s * 1e3:22.2f}ms {ratios[-1]:8.1f}x")
+        unfused_ratios.append(ref_s / unfused_s)
+        times.append((ref_s, ours_s, unfused_s))
+        print(
+            f"{k:5d} {ref_s * 1e3:10.1f}ms {ours_s * 1e3:18.3f}ms {ratios[-1]:8.1f}x "
+            f"{unfused_s * 1e3:20.3f}ms {unfused_ratios[-1]:8.1f}x"
+        )
     speedup = statistics.median(ratios)
+    ref_ms, fused_ms, unfused_ms = (statistics.median(t[i] for t in times) * 1e3 for i in range(3))
+    print(f"median over rounds: reference {ref_ms:.1f} ms")
+    print(f"  fused (timed as ours):    {fused_ms:8.3f} ms, speedup {speedup:.1f}x")
+    print(f"  unfused (for comparison): {unfused_ms:8.3f} ms, speedup {statistics.median(unfused_ratios):.1f}x")
     print(f"(conversion from nested tuples, not timed above: {convert_s * 1e3:.0f} ms)")
 
-    print("peak bytes of live tensors during pair + counit, batch 256 (second tree has L/2 leaves):")
-    print(f"{'L':>6} {'balanced':>12} {'caterpillar':>12} {'bytes/(batch*L) bal':>20} {'cat':>8}")
+    print("peak bytes of live tensors during the unfused pair + counit, batch 256 (second tree has L/2 leaves):")
+    print(f"{'L':>6} {'balanced':>12} {'caterpillar':>12} {'bytes/(batch*L) bal':>20} {'cat':>8} {'fused bal':>10}")
     sizes = [8, 16, 32, 62] if args.quick else [8, 16, 32, 62, 256, 1024]
     per_leaf = []
     for n in sizes:
-        pb = peak_bytes(balanced, 256, n, device)
-        pc = peak_bytes(caterpillar, 256, n, device) if n <= 62 else None
+        pb = peak_bytes(unfused, balanced, 256, n, device)
+        pc = peak_bytes(unfused, caterpillar, 256, n, device) if n <= 62 else None
+        pf = peak_bytes(ours, balanced, 256, n, device)
         per_leaf.append(pb / (256 * n))
         cat = f"{pc:12d}" if pc is not None else f"{'(depth>62)':>12}"
         cat_ratio = f"{pc / (256 * n):8.1f}" if pc is not None else f"{'-':>8}"
-        print(f"{n:6d} {pb:12d} {cat} {pb / (256 * n):20.1f} {cat_ratio}")
+        print(f"{n:6d} {pb:12d} {cat} {pb / (256 * n):20.1f} {cat_ratio} {pf:10d}")
     spread = max(per_leaf) / min(per_leaf)
     print(f"bytes per leaf varies by {spread:.2f}x from L={sizes[0]} to L={sizes[-1]} (linear growth: flat)")
     print(f"result: tree_speedup_over_recursive {speedup:.1f} (target >= 100)")

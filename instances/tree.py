@@ -58,7 +58,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Structure, StructureError
+from applicative import Field, Real, Ring, Structure, StructureError
 
 from . import _tree_convert as convert
 from ._tree_partition import (
@@ -321,6 +321,21 @@ class Tree(Structure):
         if not compiling:
             self._last_join = (other, out)
         return out
+
+    def inner(self, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
+        """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
+        if (
+            not isinstance(ring, Real)
+            or not isinstance(other, Tree)
+            or other.algebra is not self.algebra
+            or torch.compiler.is_compiling()
+            or broadcast_batch(self.batch_shape, other.batch_shape) is None
+        ):
+            return None
+        from ._tree_inner import inner_linear  # numba: imported when first needed
+
+        mean = self.algebra is NodeAlgebra.MEAN
+        return inner_linear(self.start, other.start, self.depth if mean else None, other.depth if mean else None, a, b)
 
     def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
         """Copy each leaf's value down to the leaves of ``target`` inside it (``target`` must refine ``self``)."""

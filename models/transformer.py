@@ -346,10 +346,17 @@ def decoder(
     depth: int,
     *,
     norm_first: bool = True,
+    sequence: Structure | None = None,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> Transformer[Fe, D]:
-    """A ``depth``-layer causal (decoder-only) Transformer: position ``i`` sees positions ``<= i``."""
+    """A ``depth``-layer causal (decoder-only) Transformer: position ``i`` sees positions ``<= i``.
+
+    ``sequence``, if given, is checked now for the capability a causal mask needs (an order);
+    otherwise the sequence structure of each input is checked when it arrives.
+    """
+    if sequence is not None:
+        sequence.require_order("decoder")
     check_count("decoder", "heads", heads, 1)
     check_count("decoder", "depth", depth, 0, "depth=0 gives only the embedding, final norm and unembedding")
     k = head_structure(model, heads)
