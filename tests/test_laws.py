@@ -255,3 +255,32 @@ def test_command_line_ring_and_failure(capsys: pytest.CaptureFixture[str]) -> No
     assert "exact" in capsys.readouterr().out
     assert main(["examples.unlawful_distribution:ZipDistribution", "--examples", "5"]) == 1
     assert "structures differ" in capsys.readouterr().out
+
+
+# ---- a mistake in a derived kernel fails the fusion laws for the structures that use it ---------
+
+
+def _mutated_softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
+    lw = s.log_measure(x.dtype, x.device)
+    w = torch.zeros(()) if lw is None else lw.unsqueeze(0)
+    return torch.softmax(x - w, dim)  # the measure's sign flipped
+
+
+def _mutated_contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+    return torch.matmul(a, b)  # the measure forgotten
+
+
+@pytest.mark.parametrize(
+    ("name", "mutant", "law"),
+    [("softmax", _mutated_softmax, "softmax"), ("contract", _mutated_contract, "contract")],
+)
+def test_mutated_derived_kernel_fails_its_law(
+    monkeypatch: pytest.MonkeyPatch, name: str, mutant: object, law: str
+) -> None:
+    from applicative import _kernels
+
+    report = run_laws(DistributionArbitrary(), laws=_laws(law), max_examples=25, database=False)
+    assert not report.failures
+    monkeypatch.setattr(_kernels, name, mutant)
+    report = run_laws(DistributionArbitrary(), laws=_laws(law), max_examples=25, database=False)
+    assert [r.law.name for r in report.failures] == [law]
