@@ -183,7 +183,7 @@ def attention(
 
     def attend(tq: Tensor) -> Tensor:
         # the queries at one position each of their outer structures (fmap over *I)
-        q = Field(tq, queries.axes, queries.ring)
+        q = Field._of(tq, queries.axes, queries.ring)
         if fused:
             lowered = _sdpa(normalise, q, keys, values)
             if lowered is not None:
@@ -191,7 +191,7 @@ def attention(
         return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
     t = fmap_last(attend, queries.tensor, queries.structures)
-    return cast("Field[*I, G]", Field(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+    return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
 def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
@@ -231,10 +231,11 @@ def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G])
     kf, tv, log_w = kernels.lowered_keys(f, kernels.factor(h, tk), tv)
     i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
     qf = qf.unsqueeze(-2) if ni == 0 else qf.flatten(qf.ndim - 1 - ni, qf.ndim - 2)  # (..., L, e)
-    batch = broadcast_shape(qf.shape[:-2], kf.shape[:-2], tv.shape[:-2])
-    qf = qf.expand(*batch, *qf.shape[-2:])
-    kf = kf.expand(*batch, *kf.shape[-2:])
-    tv = tv.expand(*batch, *tv.shape[-2:])
+    if not qf.shape[:-2] == kf.shape[:-2] == tv.shape[:-2]:
+        batch = broadcast_shape(qf.shape[:-2], kf.shape[:-2], tv.shape[:-2])
+        qf = qf.expand(*batch, *qf.shape[-2:])
+        kf = kf.expand(*batch, *kf.shape[-2:])
+        tv = tv.expand(*batch, *tv.shape[-2:])
     mask: Tensor | None = None
     if log_w is not None:
         mask = log_w.unsqueeze(-2).to(qf.dtype)  # (..., 1, S) additive bias
@@ -245,7 +246,7 @@ def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G])
         causal = False
     out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=normalise.scale)
     out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
-    return cast("Field[*I, G]", Field(out, (*q.structures[:-1], v.structures[1]), q.ring))
+    return cast("Field[*I, G]", Field._of(out, (*q.structures[:-1], v.structures[1]), q.ring))
 
 
 def self_attention(

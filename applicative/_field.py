@@ -72,7 +72,7 @@ class Field(Generic[*Axes]):
     @property
     def structures(self) -> tuple[Structure, ...]:
         """The axes as plain structure objects (for run-time use)."""
-        return tuple(self.axes)  # type: ignore[arg-type]
+        return self.axes  # type: ignore[return-value]
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -140,8 +140,11 @@ def check_compatible(op: str, *fields: Field[*tuple[Any, ...]], names: Sequence[
 
     ``names`` label the fields in the message (default: ``argument 1``, ``argument 2``, ...).
     """
-    label = list(names) if names is not None else [f"argument {i}" for i in range(1, len(fields) + 1)]
     first = fields[0]
+    dtype, device, ring = first.tensor.dtype, first.tensor.device, first.ring
+    if all(f.tensor.dtype == dtype and f.tensor.device == device and f.ring == ring for f in fields[1:]):
+        return
+    label = list(names) if names is not None else [f"argument {i}" for i in range(1, len(fields) + 1)]
     for name, other in zip(label[1:], fields[1:], strict=True):
         for what, mine, theirs, fix in (
             ("dtype", first.tensor.dtype, other.tensor.dtype, "convert one with .to(dtype)"),

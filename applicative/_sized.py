@@ -47,7 +47,13 @@ class Sized(Structure):
     @classmethod
     def sized(cls, size: int, name: str) -> type[Self]:
         """A nominal subclass ``name`` of this class with ``size`` (cached: same name, same class)."""
-        return cast("type[Self]", _sized(cls, size, name))
+        return cast("type[Self]", _sized(cls, size, name))  # type: ignore[arg-type]  # classes hash
+
+    def __eq__(self, other: object) -> bool:  # no data: the class and the size (the base's rule, faster)
+        return self is other or (type(other) is type(self) and isinstance(other, Sized) and other.size == self.size)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.size))
 
     def split(self, heads: int) -> Structure:
         """Heads of an anonymous structure of the same kind and ``size // heads`` (``Model(64)`` -> ``Vector(16)``)."""

@@ -107,7 +107,7 @@ class Basis(abc.ABC):
         """Values at positions along ``dim`` -> the stored values (truncated to the structure's size)."""
 
 
-class Structure(abc.ABC):
+class Structure:
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
     Subclasses supply the contract above; declaring a nominal axis is a subclass

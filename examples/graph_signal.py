@@ -13,7 +13,7 @@ smooth signal ``u(θ)`` on them, and the target ``e^{tΔ} u``, the signal after
 heat diffusion for time ``t`` -- computed exactly from its Fourier modes
 (``e^{-k² t}`` per mode). The input features at a node are ``(u, cos θ, sin θ)``.
 
-Run: ``python -m examples.graph_signal [--steps N]``; about 15 s on a laptop CPU.
+Run: ``python -m examples.graph_signal [--steps N]``; under a minute on a CPU.
 """
 
 from __future__ import annotations
