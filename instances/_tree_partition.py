@@ -196,38 +196,6 @@ def is_refinement(coarse: Tensor, fine: Tensor) -> Tensor:
     return (hit | (coarse == SENTINEL)).all(-1)
 
 
-def aligned(t: Tensor, before: int, after: int) -> Tensor:
-    """Per-tree data ``(*batch, N)`` reshaped to act on an axis with ``before`` axes before it and ``after`` after.
-
-    The tree's batch axes line up with the *leading* axes of the tensor (its
-    untyped batch); any further axes before the tree axis (typed outer axes,
-    attention heads, query positions) see the same tree. Requires ``before >=``
-    the tree's batch rank (see :func:`pad_before`).
-    """
-    q = t.ndim - 1
-    assert before >= q, (before, q)
-    return t.reshape(*t.shape[:-1], *([1] * (before - q)), t.shape[-1], *([1] * after))
-
-
-def pad_before(x: Tensor, d: int, q: int) -> tuple[Tensor, int]:
-    """Insert size-1 axes before axis ``d`` of ``x`` so that at least ``q`` axes precede it."""
-    if d >= q:
-        return x, d
-    return x.reshape(*x.shape[:d], *([1] * (q - d)), *x.shape[d:]), q
-
-
-def broadcast_batch(a: torch.Size, b: torch.Size) -> tuple[int, ...] | None:
-    """Left-aligned broadcast of two tree batch shapes (missing trailing axes count as 1), or ``None``."""
-    n = max(len(a), len(b))
-    pa, pb = (*a, *([1] * (n - len(a)))), (*b, *([1] * (n - len(b))))
-    out = []
-    for x, y in zip(pa, pb, strict=True):
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(max(x, y))
-    return tuple(out)
-
-
 def address_bits(start: Tensor, depth: Tensor, levels: int) -> Tensor:
     """The path from the root to each leaf: ``+1`` right / ``-1`` left per level, ``0`` below the leaf.
 

@@ -59,20 +59,18 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from applicative import Field, Real, Ring, Structure, StructureError
+from applicative._tensor import aligned, broadcast_batch, pad_before
 
 from . import _tree_convert as convert
 from ._tree_partition import (
     MAX_DEPTH,
     SENTINEL,
     address_bits,
-    aligned,
-    broadcast_batch,
     check_tree_index,
     containing,
     from_depths,
     is_refinement,
     merge,
-    pad_before,
 )
 
 L = TypeVar("L")

@@ -11,7 +11,7 @@ operation is already defined:
   the tree's counit: with ``NodeAlgebra.SUM`` each real leaf weighs one, with
   ``NodeAlgebra.MEAN`` a leaf at depth ``d`` weighs ``2^-d``; either way it
   lowers to one ``scaled_dot_product_attention`` call with the additive bias
-  ``log w`` (``-inf`` at padding) -- :meth:`instances.Tree.sdpa_log_measure`.
+  ``log w`` (``-inf`` at padding) -- :meth:`instances.Tree.log_measure`, derived for every structure.
 
 What a tree model sees of the tree is therefore the leaf values and the
 measure. To let it tell siblings from cousins, :func:`tree_features` appends
