@@ -44,7 +44,9 @@ from numba import njit
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from ._tree_partition import MAX_DEPTH, SENTINEL, broadcast_batch
+from applicative._tensor import broadcast_batch
+
+from ._tree_partition import MAX_DEPTH, SENTINEL
 
 #: ``2^-d`` for every depth a leaf may have (exact in float64)
 _HALF_POWERS = np.ldexp(1.0, -np.arange(MAX_DEPTH + 1)).astype(np.float64)
