@@ -362,7 +362,7 @@ class Structure:
         they must be equal). Override to pad to a common size.
         """
         first = structures[0]
-        if all(s == first for s in structures):
+        if all(s == first for s in structures) and not first.batch_shape:  # shared by every example
             return first
         if not first.data() or any(type(s) is not cls or s.size != first.size for s in structures):
             raise StructureError(

@@ -100,9 +100,6 @@ class Padded(Structure):
         """Batches joined along their first axis, padded to the largest size."""
         if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
             raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
-        first = structures[0]
-        if all(p is first for p in structures):
-            return first
         out = Padded.__new__(Padded)
         out.size, out.lengths = max(p.size for p in structures), torch.cat([p.lengths for p in structures], 0)
         return out

@@ -276,7 +276,7 @@ class Tree(Structure):
     def concat(cls, structures: Sequence[Tree]) -> Tree:
         """Batches of trees joined along their first batch axis, padded to the largest leaf count."""
         first = structures[0]
-        if all(t is first for t in structures):
+        if all(t is first for t in structures) and not first.batch_shape:  # one tree shared by every example
             return first
         if any(not isinstance(t, Tree) or t.algebra is not first.algebra or not t.batch_shape for t in structures):
             raise StructureError(

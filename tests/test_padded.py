@@ -148,5 +148,7 @@ def test_batches_of_padded_sequences_concatenate() -> None:
     torch.testing.assert_close(ab.tensor[:2, :3], a.tensor)
     torch.testing.assert_close(ab.tensor[2], b.tensor[0])
     torch.testing.assert_close(counit(ab).tensor[:2], counit(a).tensor)
+    twice = cat([a, a])  # one batch joined to itself: twice the examples
+    assert twice.structures[0].lengths.tolist() == [3, 1, 3, 1]  # type: ignore[attr-defined]
     one = ab[1]
     assert one.structures[0].lengths.tolist() == 1  # type: ignore[attr-defined]
