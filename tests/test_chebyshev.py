@@ -540,3 +540,28 @@ def test_linear_bias_is_a_constant_function_of_the_outer_axis() -> None:
     x_at = npc.chebval(s, np.moveaxis(x.numpy(), 1, 0))  # (2, 3, 11): x(s)
     want = np.einsum("oi,bis->bos", w.numpy(), x_at) + b.numpy()[:, None]
     np.testing.assert_allclose(npc.chebval(s, np.moveaxis(got.numpy(), 1, 0)), want, rtol=1e-12, atol=1e-12)
+
+
+def test_lowered_softmax_weights_are_positive_where_the_truncated_series_is_not() -> None:
+    """Chebyshev keys lower through Fejér quadrature: weights ``ρ_j e^{s(t_j)} > 0`` (all ``ρ_j > 0``).
+
+    The truncated series of ``e^s`` (the generic definition's) dips below zero for rough scores.
+    """
+    for m in (1, 2, 3, 31, 63, 255):
+        rho = cheb.quadrature_weights(m)
+        _, want = _fejer(m)
+        np.testing.assert_allclose(rho.numpy(), want, rtol=1e-10, atol=1e-14)
+        assert bool((rho > 0).all())
+    n = 16
+    scores = torch.randn(200, n, dtype=F64, generator=torch.Generator().manual_seed(0))
+    truncated = Chebyshev(n).softmax(scores, -1)  # coefficients of the truncated series
+    grid = torch.linspace(-1, 1, 401, dtype=F64)
+    assert float(cheb.evaluate(truncated, grid, -1).min()) < 0
+    q = ap.attention(
+        ScaledSoftmax(),
+        Field(torch.ones(1, 1, dtype=F64), (Vector(1), Vector(1))),
+        Field(scores.unsqueeze(-1), (Chebyshev(n), Vector(1))),
+        Field(Chebyshev(n).pure(torch.ones(200, 1, dtype=F64), -2), (Chebyshev(n), Vector(1))),
+    )
+    # the fused weights are positive and integrate to one: attending to the constant function 1 gives 1
+    torch.testing.assert_close(q.tensor, torch.ones_like(q.tensor))
