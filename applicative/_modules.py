@@ -178,9 +178,13 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         self.in_proj_bias = nn.Parameter(torch.zeros(n_in, dtype=dtype, device=device)) if bias else None
         self.out_proj: Linear[Structure, D] = Linear(self.values, model, bias, ring=ring, dtype=dtype, device=device)
 
-    def _project(self, x: Field[*tuple[Any, ...]], rows: slice) -> Tensor:
-        b = None if self.in_proj_bias is None else self.in_proj_bias[rows]
-        return affine_through(self.model, x.structures[:-1], x.tensor, self.in_proj_weight[rows], b, self.ring)
+    def _project(self, x: Field[*tuple[Any, ...]], rows: slice | None = None) -> Tensor:
+        # all rows: the parameters themselves (slicing them costs a zero-filled copy in backward)
+        w: Tensor = self.in_proj_weight
+        b: Tensor | None = self.in_proj_bias
+        if rows is not None:
+            w, b = w[rows], None if b is None else b[rows]
+        return affine_through(self.model, x.structures[:-1], x.tensor, w, b, self.ring)
 
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
@@ -211,13 +215,13 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         nk = self.keys.size
         s_q = x.structures[0]
         if memory is None:
-            qkv = self._project(x, slice(None))  # (..., n, 2hk + hv)
-            tq, tk, tv = qkv[..., :nk], qkv[..., nk : 2 * nk], qkv[..., 2 * nk :]
+            qkv = self._project(x)  # (..., n, 2hk + hv); split: its backward is one concatenation
+            tq, tk, tv = torch.split(qkv, [nk, nk, self.values.size], -1)
             s_kv = s_q
         else:
             tq = self._project(x, slice(0, nk))
             kv = self._project(memory, slice(nk, None))
-            tk, tv = kv[..., :nk], kv[..., nk:]
+            tk, tv = torch.split(kv, [nk, self.values.size], -1)
             s_kv = memory.structures[0]
         q = self._heads(tq, s_q, self.key)
         k = self._heads(tk, s_kv, self.key)

@@ -104,8 +104,9 @@ class _Layer(nn.Module, Generic[D]):
 
     def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
         l1, l2 = self.linear1, self.linear2
-        assert l1.bias_field is not None and l2.bias_field is not None
-        return mlp(l1.weight_field, l1.bias_field, l2.weight_field, l2.bias_field, self.activation, x)
+        b1, b2 = l1.bias_field, l2.bias_field
+        assert b1 is not None and b2 is not None
+        return mlp(l1.weight_field, b1, l2.weight_field, b2, self.activation, x)
 
     def block(self, i: int, x: Field[S, D], f: Callable[[Field[S, D]], Field[S, D]]) -> Field[S, D]:
         """Residual block ``i``: ``x + f(norm_i x)`` (pre-norm) or ``norm_i (x + f x)`` (post-norm)."""
