@@ -224,6 +224,11 @@ def _flatten(f: Field[*tuple[Any, ...]]) -> tuple[list[Any], Ring]:
     return [f.tensor, *f.structures], f.ring
 
 
+def _flatten_with_keys(f: Field[*tuple[Any, ...]]) -> tuple[list[tuple[Any, Any]], Ring]:
+    keys = [pytree.GetAttrKey("tensor"), *(pytree.SequenceKey(i) for i in range(len(f.axes)))]
+    return list(zip(keys, [f.tensor, *f.structures], strict=True)), f.ring
+
+
 def _unflatten(children: Any, ring: Ring) -> Field[*tuple[Any, ...]]:
     tensor, *axes = list(children)
     return Field._of(tensor, tuple(axes), ring)
@@ -233,5 +238,5 @@ def _collate(batch: Sequence[Field[*tuple[Any, ...]]], *, collate_fn_map: Any = 
     return stack(batch)
 
 
-pytree.register_pytree_node(Field, _flatten, _unflatten)
+pytree.register_pytree_node(Field, _flatten, _unflatten, flatten_with_keys_fn=_flatten_with_keys)
 default_collate_fn_map[Field] = _collate

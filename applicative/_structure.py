@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import torch
@@ -122,7 +123,7 @@ class Structure:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # every structure is a pytree node: its per-example tensors are leaves
-        pytree.register_pytree_node(cls, _flatten, _unflatten)
+        pytree.register_pytree_node(cls, _flatten, _unflatten, flatten_with_keys_fn=_flatten_with_keys)
 
     # ---- 1. size, per-example data, identity ---------------------------------
 
@@ -383,13 +384,26 @@ class Structure:
         return memo[key]  # type: ignore[no-any-return]
 
 
-def _flatten(s: Structure) -> tuple[list[Tensor], Structure]:
-    return list(s.data()), s
+@dataclass(frozen=True)
+class _Spec:
+    """A structure's pytree context: its class and static part (what specs compare), and a template to rebuild."""
+
+    kind: type
+    static: Hashable
+    template: Structure = field(compare=False, hash=False)
 
 
-def _unflatten(leaves: Any, template: Structure) -> Structure:
+def _flatten(s: Structure) -> tuple[list[Tensor], _Spec]:
+    return list(s.data()), _Spec(type(s), s.static(), s)
+
+
+def _flatten_with_keys(s: Structure) -> tuple[list[tuple[Any, Tensor]], _Spec]:
+    return [(pytree.SequenceKey(i), t) for i, t in enumerate(s.data())], _Spec(type(s), s.static(), s)
+
+
+def _unflatten(leaves: Any, spec: _Spec) -> Structure:
     data = tuple(leaves)
-    return template if not data else template.with_data(data)
+    return spec.template if not data else spec.template.with_data(data)
 
 
 class Stacked(Structure):

@@ -180,3 +180,15 @@ def test_applicative_imports_nothing_above_it() -> None:
 def test_a_transformer_is_typed_over_any_sequence() -> None:
     model: Transformer[Vector, Vector] = treeformer(Vector(4), Vector(8), Vector(16), 2, 1)
     assert isinstance(model, Transformer)
+
+
+def test_torch_export_takes_fields_with_per_example_data() -> None:
+    class Integral(torch.nn.Module):
+        def forward(self, f: Field[Padded]) -> torch.Tensor:
+            return counit(f).tensor
+
+    traced_on = Field(torch.randn(2, 5), (Padded(5, [2, 5]),))
+    program = torch.export.export(Integral(), (traced_on,))
+    other = Field(torch.randn(2, 5), (Padded(5, [1, 3]),))  # other lengths: data, not part of the program
+    want = torch.stack([other.tensor[0, :1].sum(), other.tensor[1, :3].sum()])
+    torch.testing.assert_close(program.module()(other), want)
