@@ -183,7 +183,10 @@ def _apply(mat: Tensor, x: Tensor, dim: int) -> Tensor:
     if d == x.ndim - 1:
         return x @ mat.transpose(0, 1)
     if d == x.ndim - 2:
-        return mat @ x
+        if x.ndim == 2:
+            return mat @ x
+        # batched: one GEMM over every leading axis (a broadcast `mat @ x` runs one small GEMM per matrix)
+        return torch.einsum("pq,...qk->...pk", mat, x)
     return (x.movedim(d, -1) @ mat.transpose(0, 1)).movedim(-1, d)
 
 
