@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from examples.training import validate
 
 Normalisation = Literal["softmax", "coefficient", "linear"]
 ModelKind = Literal["vector", "chebyshev"]
+DType = Literal["float32", "float64"]
+
+
+def _at_least(default: Any, least: float) -> Any:
+    return field(default=default, metadata={"min": least})
 
 
 @dataclass(frozen=True)
 class Config:
-    """Everything that determines a training run (and so its checkpoint).
+    """Everything that determines a training run (and so its checkpoint); validated on construction.
 
     Attributes:
         modes: Chebyshev terms per axis of the source and the predicted solution.
         model: ``"vector"`` (a Vector of ``width`` channels) or ``"chebyshev"`` (a Chebyshev series of
             ``width`` terms) as the Transformer's model structure.
-        width, hidden, heads, depth: the Transformer's sizes.
+        width, hidden, heads, depth: the Transformer's sizes (``heads`` must divide ``width``).
         normalise: attention normalisation: the faithful continuous ``"softmax"``, the design
             source's ``"coefficient"`` softmax, or ``"linear"`` (scaled scores, no normalisation).
         eps: layer-norm epsilon; a large value makes the norm nearly linear (the operator is linear).
@@ -30,37 +37,41 @@ class Config:
         dtype: ``"float32"`` or ``"float64"`` for the model.
     """
 
-    modes: int = 16
+    modes: int = _at_least(16, 2)
     model: ModelKind = "vector"
-    width: int = 64
-    hidden: int = 128
-    heads: int = 8
-    depth: int = 1
+    width: int = _at_least(64, 1)
+    hidden: int = _at_least(128, 1)
+    heads: int = _at_least(8, 1)
+    depth: int = _at_least(1, 1)
     normalise: Normalisation = "linear"
-    eps: float = 100.0
-    n_train: int = 2000
-    n_test: int = 200
-    steps: int = 8000
-    batch: int = 64
-    lr: float = 1e-2
-    weight_decay: float = 0.0
-    warmup: float = 0.1
-    clip: float = 1.0
-    eval_every: int = 250
-    checkpoint_every: int = 250
-    seed: int = 0
-    dtype: str = "float32"
+    eps: float = field(default=100.0, metadata={"above": 0.0})
+    n_train: int = _at_least(2000, 1)
+    n_test: int = _at_least(200, 1)
+    steps: int = _at_least(8000, 1)
+    batch: int = _at_least(64, 1)
+    lr: float = field(default=1e-2, metadata={"above": 0.0})
+    weight_decay: float = _at_least(0.0, 0.0)
+    warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
+    clip: float = _at_least(1.0, 0.0)
+    eval_every: int = _at_least(250, 1)
+    checkpoint_every: int = _at_least(250, 1)
+    seed: int = _at_least(0, 0)
+    dtype: DType = "float32"
+
+    def __post_init__(self) -> None:
+        validate(self, _consistent)
 
     def replace(self, **changes: Any) -> Config:
-        """A copy with ``changes`` (values coerced to the fields' types, for the command line)."""
-        fields = {f.name: f for f in dataclasses.fields(self)}
-        coerced: dict[str, Any] = {}
-        for k, v in changes.items():
-            if k not in fields:
-                raise KeyError(f"unknown config field {k!r}; fields: {sorted(fields)}")
-            old = getattr(self, k)
-            coerced[k] = type(old)(v) if isinstance(v, str) and not isinstance(old, str) else v
-        return dataclasses.replace(self, **coerced)
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _consistent(c: Config) -> str | None:
+    if c.model == "vector" and c.width % c.heads:
+        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
+    if c.model == "chebyshev" and c.width % c.heads:
+        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (Chebyshev(width) splits)"
+    return None
 
 
 PRESETS: dict[str, Config] = {

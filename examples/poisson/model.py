@@ -1,0 +1,150 @@
+"""The trained Poisson operator as a public object: build, load from a run directory, and solve.
+
+``load(run_dir)`` returns a ready :class:`PoissonModel` from ``run_dir/checkpoint.pt`` (read with
+``weights_only=True``; every scale is a buffer in the state dict, so a ``state_dict`` alone restores it
+too). :func:`solve` takes a source as a callable ``f(x, y)`` or as values on a grid, and returns the
+predicted solution ``g`` (``Δg = f``, ``g = 0`` on the boundary) on any grid::
+
+    from examples.poisson import load, solve
+    model = load("runs/poisson")
+    g = solve(model, lambda x, y: torch.sin(3 * x) * y, x=torch.linspace(-1, 1, 101), y=torch.linspace(-1, 1, 101))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
+from examples.training import CheckpointError, load_checkpoint
+from instances import Chebyshev, CoefficientSoftmax, Vector
+from instances.chebyshev import coefficients, points, vandermonde
+from models.funcformer import Funcformer, FuncformerConfig
+
+from .config import Config
+
+CHECKPOINT = "checkpoint.pt"
+
+
+class X(Chebyshev):
+    """The first argument of the source and solution: the Transformer's sequence."""
+
+
+class Y(Chebyshev):
+    """The second argument: the Transformer's features."""
+
+
+def _normalise(config: Config, key_size: int) -> Normalise:
+    scale = 1.0 / math.sqrt(key_size)
+    if config.normalise == "softmax":
+        return ScaledSoftmax(scale)
+    if config.normalise == "coefficient":
+        return CoefficientSoftmax(scale)
+    return LinearAttention(scale)
+
+
+class PoissonModel(nn.Module):
+    """The Funcformer with a fixed output scaling: source coefficients ``(batch, n, n)`` -> solution coefficients.
+
+    ``out_scale`` is a buffer: it travels in the state dict with the weights.
+    """
+
+    out_scale: Tensor
+
+    def __init__(self, config: Config, out_scale: float = 1.0) -> None:
+        super().__init__()
+        self.config = config
+        dtype = getattr(torch, config.dtype)
+        n = config.modes
+        self.x, self.y = X(n), Y(n)
+        model = Vector(config.width) if config.model == "vector" else Chebyshev(config.width)
+        key_size = config.width // config.heads
+        cfg = FuncformerConfig(
+            heads=config.heads, depth=config.depth, normalise=_normalise(config, key_size), eps=config.eps
+        )
+        self.net: Funcformer[X, Y, Vector | Chebyshev] = Funcformer(
+            self.x, self.y, model, Vector(config.hidden), cfg, dtype=dtype
+        )
+        self.register_buffer("out_scale", torch.tensor(out_scale, dtype=torch.float64))
+        self.dtype = dtype
+
+    def forward(self, f: Tensor) -> Tensor:
+        """``f`` ``(batch, n, n)`` -> predicted ``g`` ``(batch, n, n)`` (the model's dtype)."""
+        u = self.net(Field(f.to(self.dtype), (self.x, self.y))).tensor
+        return u / self.out_scale.to(u.dtype)
+
+
+def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonModel:
+    """The trained model of a run directory (``python -m examples.poisson --out run_dir``), in eval mode."""
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        raise CheckpointError(f"{path}: no checkpoint there; train with python -m examples.poisson --out {run_dir}")
+    blob = load_checkpoint(path, required=("config", "task"))
+    try:
+        config = Config(**blob["config"])
+        model = PoissonModel(config)
+        model.load_state_dict(blob["task"]["model"])
+    except (TypeError, KeyError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: not a checkpoint of this Poisson model ({str(e).splitlines()[0]})") from None
+    return model.to(device).eval()
+
+
+Source = Callable[[Tensor, Tensor], Tensor] | Tensor
+
+
+def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tensor | None = None) -> Tensor:
+    """The ``n x n`` Chebyshev coefficients of a source: a callable ``f(x, y)`` or values ``(..., len(x), len(y))``.
+
+    A callable is sampled at the first-kind Chebyshev points (and interpolated); values on a grid
+    ``x x y`` are fitted by least squares (at least ``n`` points per axis).
+    """
+    if callable(source):
+        t = points(n)
+        xx, yy = torch.meshgrid(t, t, indexing="ij")
+        values = torch.as_tensor(source(xx, yy), dtype=torch.float64)
+        if values.shape[-2:] != (n, n):
+            raise ValueError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
+        return coefficients(coefficients(values, -1), -2)
+    if x is None or y is None or source.shape[-2:] != (len(x), len(y)):
+        raise ValueError(
+            "solve: values of a source need their grid: solve(model, values, x, y, grid=(gx, gy)) with values "
+            "of shape (..., len(gx), len(gy))"
+        )
+    if len(x) < n or len(y) < n:
+        raise ValueError(f"solve: fitting {n} x {n} coefficients needs at least {n} points per axis")
+    vx, vy = vandermonde(x.double(), n), vandermonde(y.double(), n)  # (px, n), (py, n)
+    fitted: Tensor = torch.linalg.pinv(vx) @ source.double() @ torch.linalg.pinv(vy).mT
+    return fitted
+
+
+@torch.no_grad()
+def solve(
+    model: Callable[[Tensor], Tensor],
+    source: Source,
+    x: Tensor,
+    y: Tensor,
+    *,
+    grid: tuple[Tensor, Tensor] | None = None,
+) -> Tensor:
+    """The predicted solution ``g`` on the grid ``x x y``: ``(..., len(x), len(y))``, float64.
+
+    Args:
+        model: an operator on ``(batch, n, n)`` coefficients (a :class:`PoissonModel`, or any other).
+        source: a callable ``f(x, y)`` (broadcasting tensors), or values ``(..., px, py)`` on ``grid``.
+        x, y: where to evaluate ``g``.
+        grid: the points ``(x, y)`` of ``source``'s values (when ``source`` is a tensor).
+    """
+    n = model.config.modes if isinstance(model, PoissonModel) else int(getattr(model, "modes", 0))
+    if n < 1:
+        raise ValueError("solve: the model must be a PoissonModel or have a `modes` attribute")
+    gx, gy = grid if grid is not None else (None, None)
+    c = source_coefficients(n, source, gx, gy)
+    batch = c.shape[:-2]
+    device = next(iter(model.parameters())).device if isinstance(model, nn.Module) else torch.device("cpu")
+    g = model(c.reshape(-1, n, n).to(device)).double().cpu().reshape(*batch, n, n)
+    vx, vy = vandermonde(x.double(), n), vandermonde(y.double(), n)
+    return vx @ g @ vy.mT

@@ -1,0 +1,37 @@
+"""One training loop for every example: validated configs, safe atomic checkpoints, resume, signals.
+
+* :mod:`.config` -- a frozen dataclass config, parsed from ``FIELD=VALUE`` strings and validated
+  field by field (types, ranges, literal choices) before any work;
+* :mod:`.checkpoint` -- checkpoints hold tensors and plain data only: written atomically, loaded with
+  ``torch.load(weights_only=True)``, so a hostile file runs nothing and fails naming the file;
+* :mod:`.rundir` -- the run directory: created and tested for writing up front, locked against a
+  second run;
+* :mod:`.loop` -- :func:`fit`: progress bar, periodic evaluation, checkpoints, bit-identical resume,
+  SIGINT/SIGTERM -> checkpoint then stop, divergence -> an error that says what was kept.
+
+Every user error is a :class:`UserError`: one line at the command line, never a traceback.
+"""
+
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .config import ConfigError, describe, override, validate
+from .errors import UserError
+from .loop import Diverged, Interrupted, Record, Task, fit
+from .rundir import RunDir, RunDirError
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "Diverged",
+    "Interrupted",
+    "Record",
+    "RunDir",
+    "RunDirError",
+    "Task",
+    "UserError",
+    "describe",
+    "fit",
+    "load_checkpoint",
+    "override",
+    "save_checkpoint",
+    "validate",
+]

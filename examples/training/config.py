@@ -1,0 +1,108 @@
+"""Configs: a frozen dataclass, overridden by ``FIELD=VALUE`` strings, validated field by field.
+
+A field's type annotation says how its text is parsed (``int``, ``float``, ``str``, ``bool`` or a
+``Literal`` of allowed strings); ``field(metadata=...)`` may bound it: ``min``/``max`` (inclusive),
+``above`` (exclusive). Floats must be finite. Every problem is a :class:`ConfigError` naming the
+field, the value and what is allowed -- raised before any work is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+from .errors import UserError
+
+C = TypeVar("C")
+
+
+class ConfigError(UserError):
+    """A config value that is not allowed (or a ``--config`` item that cannot be read)."""
+
+
+def _fields(config: object) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
+    hints = typing.get_type_hints(type(config))
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+
+
+def _parse(name: str, hint: Any, text: str) -> Any:
+    if typing.get_origin(hint) is Literal:
+        return text  # checked against the choices by validate
+    try:
+        if hint is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text.lower() in ("true", "1")
+        if hint is int:
+            return int(text)
+        if hint is float:
+            return float(text)
+    except ValueError:
+        kind = {bool: "true or false", int: "an integer", float: "a number"}[hint]
+        raise ConfigError(f"config field {name}={text!r}: must be {kind}") from None
+    return text
+
+
+def override(config: C, items: Sequence[str]) -> C:
+    """``config`` with ``FIELD=VALUE`` items applied (parsed by each field's type), then validated."""
+    fields = _fields(config)
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        name = name.strip()
+        if not eq:
+            raise ConfigError(f"--config {item!r}: expected FIELD=VALUE, e.g. --config lr=3e-3")
+        if name not in fields:
+            raise ConfigError(f"--config {name}: no such config field; the fields are {', '.join(fields)}")
+        changes[name] = _parse(name, fields[name][1], text.strip())
+    new: C = dataclasses.replace(config, **changes)  # type: ignore[type-var]
+    validate(new)
+    return new
+
+
+def validate(config: object, extra: Callable[[Any], str | None] | None = None) -> None:
+    """Raise :class:`ConfigError` for the first field whose value is not allowed (then ``extra``'s complaint)."""
+    for name, (f, hint) in _fields(config).items():
+        value = getattr(config, name)
+        problem = _problem(hint, value, f.metadata)
+        if problem is not None:
+            raise ConfigError(f"config field {name}={value!r}: {problem}")
+    if extra is not None and (problem := extra(config)) is not None:
+        raise ConfigError(problem)
+
+
+def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
+    if typing.get_origin(hint) is Literal:
+        choices = typing.get_args(hint)
+        return None if value in choices else f"must be one of {', '.join(map(repr, choices))}"
+    if hint is bool:
+        return None if isinstance(value, bool) else "must be true or false"
+    if hint is int and (not isinstance(value, int) or isinstance(value, bool)):
+        return "must be an integer"
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "must be a number"
+        if not math.isfinite(value):
+            return "must be finite"
+    if hint in (int, float):
+        if "min" in bounds and value < bounds["min"]:
+            return f"must be >= {bounds['min']}"
+        if "max" in bounds and value > bounds["max"]:
+            return f"must be <= {bounds['max']}"
+        if "above" in bounds and value <= bounds["above"]:
+            return f"must be > {bounds['above']}"
+    return None
+
+
+def describe(config: object) -> dict[str, Any]:
+    """The config as plain data (for checkpoints and reports)."""
+    return dataclasses.asdict(config)  # type: ignore[call-overload,no-any-return]
+
+
+def differences(old: dict[str, Any], new: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """``field: old -> new`` for each field that differs (``ignore``-d fields aside)."""
+    keys = [k for k in {**old, **new} if k not in ignore]
+    return [f"{k}: {old.get(k, '(none)')!r} -> {new.get(k, '(none)')!r}" for k in keys if old.get(k) != new.get(k)]

@@ -1,0 +1,194 @@
+"""The training loop every example shares: :func:`fit`.
+
+An example supplies a :class:`Task` (one optimisation step, an evaluation, and its state as tensors
+and plain data); :func:`fit` runs it to ``steps``:
+
+* a progress bar with ETA; evaluation every ``eval_every`` steps into labelled history records;
+* an atomic checkpoint every ``checkpoint_every`` steps (:mod:`.checkpoint`), and at the end;
+* resume from ``out/checkpoint.pt``: bit-identical to an uninterrupted run; a changed config is refused
+  naming each differing field; ``steps`` larger than a finished run's extends it;
+* SIGINT and SIGTERM finish the current step, write a checkpoint and raise :class:`Interrupted`;
+* a loss or metric that stops being finite raises :class:`Diverged`, which says truthfully which
+  checkpoint (if any) is kept -- nothing non-finite is ever written.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+from torch import Tensor
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import ConfigError, differences
+from .errors import UserError
+
+CHECKPOINT = "checkpoint.pt"
+#: a history row: ``{"step": 250, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}``
+Record = dict[str, float]
+
+
+class Task(Protocol):
+    """What an example gives the loop."""
+
+    def train_step(self) -> Tensor:
+        """One optimisation step; returns the loss (a tensor: reading it would wait for the device)."""
+        ...
+
+    def evaluate(self) -> dict[str, float]:
+        """Held-out metrics, by name."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """What continues the run bit-identically (model, optimiser, schedule, sampler): tensors, plain data."""
+        ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        ...
+
+
+@dataclass
+class Progress:
+    """Where a run stands: the step reached, the history, training seconds, and the step it resumed from."""
+
+    step: int = 0
+    history: list[Record] = field(default_factory=list)
+    elapsed: float = 0.0
+    resumed_from: int | None = None
+    saved: int | None = None  # the step of the last checkpoint on disk
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the run after a step; a checkpoint was written (if there is an ``out``)."""
+
+    def __init__(self, signum: int, step: int, path: Path | None) -> None:
+        where = f"checkpoint written to {path}" if path is not None else "no checkpoint (no --out)"
+        super().__init__(f"{signal.Signals(signum).name} at step {step}; {where}")
+        self.signum, self.step, self.path = signum, step, path
+
+
+class Diverged(UserError, FloatingPointError):
+    """The loss or a metric stopped being finite."""
+
+
+def fit(
+    task: Task,
+    *,
+    config: Mapping[str, Any],
+    steps: int,
+    out: Path | None,
+    eval_every: int,
+    checkpoint_every: int,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_step: Callable[[Progress], None] | None = None,
+    fix: str = "lower the learning rate",
+) -> Progress:
+    """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
+
+    ``config`` (plain data) is stored in each checkpoint and compared on resume (``steps`` aside);
+    ``fix`` is the advice a divergence error gives.
+    """
+    from tqdm import tqdm  # a feature of the loop, not of the library
+
+    path = None if out is None else out / CHECKPOINT
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    run = Progress()
+    if path is not None and path.exists():
+        _resume(task, run, path, dict(config))
+    blob_config = dict(config)
+
+    def save() -> None:
+        if path is not None:
+            blob = {"config": blob_config, "step": run.step, "task": task.state_dict()}
+            save_checkpoint(path, {**blob, "history": run.history, "elapsed": run.elapsed})
+            run.saved = run.step
+
+    target = min(steps, stop_after) if stop_after is not None else steps
+    caught: list[int] = []
+    previous = _catch(caught)
+    bar = tqdm(total=steps, initial=run.step, disable=not progress, desc="train", dynamic_ncols=True)
+    start = time.perf_counter() - run.elapsed
+    metrics: dict[str, float] = run.history[-1] if run.history else {}
+    try:
+        while run.step < target and not caught:
+            loss = task.train_step()
+            run.step += 1
+            run.elapsed = time.perf_counter() - start
+            at_eval = run.step % eval_every == 0 or run.step == steps
+            at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
+            if at_eval:
+                metrics = task.evaluate()
+            if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
+                value = loss.item()
+                bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
+                if not math.isfinite(value) or bad:
+                    raise Diverged(_diverged(run, path, value, bad, fix))
+                if at_eval:
+                    run.history.append({"step": float(run.step), "loss": value, **metrics})
+                if at_save:
+                    save()
+            bar.update(1)
+            if run.step % 25 == 0 and metrics:
+                bar.set_postfix({k: f"{v:.2e}" for k, v in metrics.items() if k != "step"}, refresh=False)
+            if on_step is not None:
+                on_step(run)
+    finally:
+        bar.close()
+        _restore(previous)
+    if run.saved != run.step:
+        save()
+    if caught:
+        raise Interrupted(caught[0], run.step, path)
+    return run
+
+
+def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> None:
+    blob = load_checkpoint(path, required=("config", "step", "task", "history", "elapsed"))
+    diff = differences(blob["config"], config, ignore=("steps",))
+    if diff:
+        raise ConfigError(
+            f"{path} was written with another config ({'; '.join(diff)}); "
+            "pass the same values to resume, or another --out to start afresh"
+        )
+    task.load_state_dict(blob["task"])
+    run.step, run.history, run.elapsed = int(blob["step"]), list(blob["history"]), float(blob["elapsed"])
+    run.resumed_from = run.saved = run.step
+
+
+def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str) -> str:
+    what = f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
+    if path is None:
+        kept = "nothing was saved (no --out)"
+    elif run.saved is None:
+        kept = f"no checkpoint had been written to {path.parent} yet"
+    else:
+        kept = f"the last good checkpoint (step {run.saved}) is kept in {path}"
+    return f"training diverged at step {run.step} ({what}); {kept}; {fix}"
+
+
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def _catch(caught: list[int]) -> dict[int, _Handler] | None:
+    """SIGINT and SIGTERM set a flag read between steps (signals can be handled in the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous: dict[int, _Handler] = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        previous[s] = signal.signal(s, lambda signum, frame: caught.append(signum))
+    return previous
+
+
+def _restore(previous: dict[int, _Handler] | None) -> None:
+    for s, handler in (previous or {}).items():
+        signal.signal(s, handler)

@@ -1,0 +1,218 @@
+"""The shared training loop through the Poisson job: safe checkpoints, clean errors, signals, locks, loading.
+
+Every user error at the command line is one line on stderr and exit status 2 (never a traceback);
+nothing a checkpoint holds can run code; SIGTERM checkpoints like Ctrl-C and a resumed run ends with
+exactly the parameters of an uninterrupted one; a trained model loads in one call and solves a
+manufactured problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+import torch
+
+from examples import poisson
+from examples.poisson import data, train
+from examples.poisson.__main__ import main
+from examples.poisson.config import PRESETS
+from examples.poisson.solver import PoissonSolver
+from examples.training import ConfigError, Diverged, RunDir, load_checkpoint
+from examples.training.loop import Progress
+
+TINY = PRESETS["tiny"]
+ARGS = ["--preset", "tiny", "--no-progress"]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main([*ARGS, *argv])
+    err = capsys.readouterr().err
+    return code, err
+
+
+class _Payload:
+    """Unpickling this object runs ``open(path, "w")``: the side effect a hostile checkpoint would have."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def test_hostile_checkpoint_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "pwned"
+    out = tmp_path / "run"
+    out.mkdir()
+    torch.save({"config": {}, "step": 0, "task": _Payload(str(marker))}, out / train.CHECKPOINT)
+    code, err = _cli(capsys, "--out", str(out))
+    assert code == 2
+    assert "refused to load" in err and str(out / train.CHECKPOINT) in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not marker.exists()  # the payload never ran
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage bytes", None], ids=["empty", "garbage", "truncated"])
+def test_unreadable_checkpoint_names_the_file(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "checkpoint.pt"
+    if content is None:
+        torch.save({"step": 1, "w": torch.zeros(1000)}, path)
+        path.write_bytes(path.read_bytes()[:200])
+    else:
+        path.write_bytes(content)
+    with pytest.raises(Exception, match=str(path)) as info:
+        load_checkpoint(path)
+    assert "delete it" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--config", "normalise=bogus"], "normalise='bogus': must be one of"),
+        (["--config", "model=foo"], "model='foo': must be one of"),
+        (["--config", "clip=nan"], "clip=nan: must be finite"),
+        (["--steps", "-5"], "steps=-5: must be >= 1"),
+        (["--config", "heads=abc"], "heads='abc': must be an integer"),
+        (["--config", "heads"], "expected FIELD=VALUE"),
+        (["--config", "eval_every=0"], "eval_every=0: must be >= 1"),
+        (["--config", "dtype=int64"], "dtype='int64': must be one of"),
+        (["--config", "dtype=bogus"], "dtype='bogus': must be one of"),
+        (["--config", "batch=0"], "batch=0: must be >= 1"),
+        (["--config", "nosuch=1"], "no such config field"),
+        (["--config", "heads=3"], "heads must divide width"),
+        (["--device", "cuda:7" if torch.cuda.is_available() else "cuda"], "--device cuda"),
+        (["--device", "bogus"], "--device 'bogus': not a device"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_work(
+    argv: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(data, "splits", lambda *a, **k: pytest.fail("data generated before the input was checked"))
+    code, err = _cli(capsys, "--out", str(tmp_path / "run"), *argv)
+    assert code == 2
+    assert says in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_read_only_out_fails_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    code, err = _cli(capsys, "--out", str(ro / "run"))
+    assert code == 2 and "cannot write to --out" in err
+
+
+def test_unwritable_out_fails_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(data, "splits", lambda *a, **k: pytest.fail("data generated before --out was checked"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    code, err = _cli(capsys, "--out", str(blocker / "run"))
+    assert code == 2 and "cannot write to --out" in err and str(blocker / "run") in err
+
+
+def test_a_second_run_into_one_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    with RunDir(out):  # another run holds it
+        code, err = _cli(capsys, "--out", str(out))
+    assert code == 2 and "another run" in err and f"pid {os.getpid()}" in err
+    assert main([*ARGS, "--out", str(out)]) == 0  # free again
+
+
+def test_sigterm_checkpoints_and_resume_is_bit_identical(tmp_path: Path) -> None:
+    cfg = TINY.replace(checkpoint_every=7)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    straight = train.train(cfg, splits, tmp_path / "a", progress=False)
+
+    def term(run: Progress) -> None:
+        if run.step == 9:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM at step 9"):
+        train.train(cfg, splits, tmp_path / "b", progress=False, on_step=term)
+    resumed = train.train(cfg, splits, tmp_path / "b", progress=False)
+    assert resumed.resumed_from == 9 and resumed.step == cfg.steps
+    for (k, p), (_, q) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
+        assert torch.equal(p, q), k
+    assert straight.history == resumed.history
+
+
+def test_a_finished_run_is_extended_by_more_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    assert main([*ARGS, "--out", str(out), "--steps", "30"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["steps"] == 30 and report["resumed_from_step"] == TINY.steps
+    assert report["device"] == "cpu" and report["torch"] == torch.__version__
+    assert [r["step"] for r in report["history"]] == [10, 20, 30]
+    assert "resumed from step 20" in capsys.readouterr().out
+
+
+def test_divergence_says_what_was_kept(tmp_path: Path) -> None:
+    cfg = TINY.replace(lr=1e30, clip=0.0, warmup=0.0, eval_every=1, checkpoint_every=100)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    with pytest.raises(Diverged, match="no checkpoint had been written"):
+        train.train(cfg, splits, tmp_path, progress=False)
+    with pytest.raises(Diverged, match="nothing was saved"):
+        train.train(cfg, splits, None, progress=False)
+
+
+def test_config_change_names_each_field(tmp_path: Path) -> None:
+    splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
+    train.train(TINY, splits, tmp_path, progress=False, stop_after=3)
+    with pytest.raises(ConfigError, match=r"heads: 2 -> 4; lr: 0.01 -> 0.5"):
+        train.train(TINY.replace(lr=0.5, heads=4), splits, tmp_path, progress=False)
+
+
+def test_load_gives_the_trained_model_and_solves_a_manufactured_problem(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    model = poisson.load(out)
+    splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
+    trained = train.train(TINY, splits, out, progress=False)  # the finished run, from its checkpoint
+    f = splits.test.f[:3]
+    torch.testing.assert_close(train.predict(model, f), train.predict(trained.model, f), rtol=0, atol=0)
+    # the state dict alone restores the scale (a buffer), so nothing else is needed to rebuild the model
+    again = poisson.PoissonModel(TINY)
+    again.load_state_dict(model.state_dict())
+    torch.testing.assert_close(train.predict(again, f), train.predict(model, f), rtol=0, atol=0)
+
+    # solve: a callable source -> the solution on any grid; with the exact solver as the operator it recovers
+    # the manufactured solution g = sin(πx) sin(2πy) (1 + x/2), whose Laplacian is computed by hand
+    n, exact = 24, PoissonSolver(60)
+
+    class Exact:
+        modes = n
+
+        def __call__(self, c: torch.Tensor) -> torch.Tensor:
+            return exact.solve(c)[..., :n, :n]
+
+    pi = math.pi
+
+    def g(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sin(pi * x) * torch.sin(2 * pi * y) * (1 + x / 2)
+
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # Δg
+        sx, cx, sy = torch.sin(pi * x), torch.cos(pi * x), torch.sin(2 * pi * y)
+        gxx = (-(pi**2) * sx * (1 + x / 2) + pi * cx) * sy
+        gyy = -4 * pi**2 * sx * (1 + x / 2) * sy
+        return gxx + gyy
+
+    x, y = torch.linspace(-1, 1, 37, dtype=torch.float64), torch.linspace(-0.9, 0.7, 23, dtype=torch.float64)
+    want = g(*torch.meshgrid(x, y, indexing="ij"))
+    got = poisson.solve(Exact(), f, x, y)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-8)
+    # a source given as values on a grid is fitted, then solved the same way
+    gx = torch.linspace(-1, 1, 64, dtype=torch.float64)
+    values = f(*torch.meshgrid(gx, gx, indexing="ij"))
+    torch.testing.assert_close(poisson.solve(Exact(), values, x, y, grid=(gx, gx)), want, rtol=0, atol=1e-6)
+    # and the trained model answers on the same grid (shape and dtype; its accuracy is the job's report)
+    assert poisson.solve(model, f, x, y).shape == (37, 23)
