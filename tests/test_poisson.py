@@ -224,15 +224,28 @@ def _panels(png: np.ndarray) -> list[tuple[int, int]]:
     return spans
 
 
+def _decode(rgb: np.ndarray, clim: tuple[float, float]) -> np.ndarray:
+    """The values viridis pixels stand for under colour limits ``clim``: the nearest of its 256 colours."""
+    lut = matplotlib.colormaps["viridis"](np.linspace(0, 1, 256))[:, :3]
+    k = np.stack([((row[:, None] - lut) ** 2).sum(-1).argmin(-1) for row in rgb])
+    return clim[0] + (k + 0.5) / 256 * (clim[1] - clim[0])
+
+
 def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     real, calls = plot.figure, []
+    real_curves, curve_calls = plot.curves, []
 
-    def spy(f: torch.Tensor, g: torch.Tensor, pred: torch.Tensor, path: Path, points: int = 101) -> object:
-        panels = real(f, g, pred, path, points)
-        calls.append(((f, g, pred, path, points), panels))
-        return panels
+    def spy(f: torch.Tensor, g: torch.Tensor, pred: torch.Tensor, path: Path, points: int = 101, **kw) -> object:  # type: ignore[no-untyped-def]
+        drawn = real(f, g, pred, path, points, **kw)
+        calls.append(((f, g, pred, path, points, kw), drawn))
+        return drawn
+
+    def spy_curves(history: list[dict[str, float]], path: Path) -> object:
+        curve_calls.append((history, path))
+        return real_curves(history, path)
 
     monkeypatch.setattr(plot, "figure", spy)
+    monkeypatch.setattr(plot, "curves", spy_curves)
     assert main(["--preset", "tiny", "--steps", "4", "--out", str(tmp_path), "--no-progress"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["steps"] == 4 and report["parameters"] > 0
@@ -240,12 +253,13 @@ def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) ->
     assert "OOD relative L2" in capsys.readouterr().out
 
     # the figure shows the worst held-out sample: its source, its exact solution, the trained model's prediction
-    [((f, g, pred, path, points), panels)] = calls
+    [((f, g, pred, path, points, kw), drawn)] = calls
     assert path == tmp_path / "poisson.png"
     cfg = TINY.replace(steps=4)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     model = train.train(cfg, splits, tmp_path, progress=False).model  # the finished run, from its checkpoint
-    i = int(train.errors(model, splits.test, torch.device("cpu")).argmax())
+    errs = train.errors(model, splits.test, torch.device("cpu"))
+    i = int(errs.argmax())
     assert torch.equal(f, splits.test.f[i]) and torch.equal(g, splits.test.g[i])
     torch.testing.assert_close(pred, train.predict(model, splits.test.f[i : i + 1])[0], rtol=0, atol=0)
 
@@ -261,6 +275,7 @@ def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) ->
         "Funcformer g": values(pred),
         "error |g - pred|": np.abs(values(pred) - values(g)),
     }
+    panels = drawn.panels
     assert list(panels) == list(want)
     for title, w in want.items():
         np.testing.assert_allclose(panels[title], w, rtol=0, atol=1e-12 * np.abs(w).max(), err_msg=title)
@@ -269,12 +284,66 @@ def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) ->
     assert np.abs(edges).max() < 1e-10 * np.abs(exact).max()  # the exact solution vanishes on the boundary
     assert panels["error |g - pred|"].max() > 1e-3 * np.abs(exact).max()  # 4 steps: the model is not exact
 
+    # the exact solution and the prediction share one colour scale, spanning both; the others have their own
+    both = np.concatenate([want["exact g"], want["Funcformer g"]])
+    shared = drawn.clim["exact g"]
+    assert drawn.clim["Funcformer g"] == shared
+    for title, w in (("exact g", both), ("source f", want["source f"]), ("error |g - pred|", want["error |g - pred|"])):
+        np.testing.assert_allclose(drawn.clim[title], (w.min(), w.max()), rtol=0, atol=1e-12 * np.abs(w).max())
+    ranges = {k: want[k].max() - want[k].min() for k in ("exact g", "Funcformer g")}
+    assert max(ranges.values()) > 1.5 * min(ranges.values())  # so that the picture tells one scale from two
+
     # and the picture written is those four panels side by side (each with its colour bar)
     png = matplotlib.image.imread(tmp_path / "poisson.png")
-    assert png.shape[:2] == (380, 1600)
+    assert png.shape[:2] == (420, 1600)
     spans = _panels(png)
     assert len(spans) == 4, spans
     assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+    rows = np.flatnonzero((np.ptp(png[:, spans[0][0] : spans[0][1], :3], -1) > 0.15).mean(1) > 0.5)
+    # the exact and predicted panels' colours read back, under the one scale, as their functions
+    top, bottom = rows[0] + 2, rows[-1] - 1  # inside the frame
+    for k, title in ((1, "exact g"), (2, "Funcformer g")):
+        left, right = spans[k][0] + 2, spans[k][1] - 2
+        seen = _decode(png[top:bottom, left:right, :3], shared)
+        rows_, cols = (np.arange(a, b) + 0.5 for a, b in ((top, bottom), (left, right)))
+        y = 1 - 2 * (rows_ - rows[0]) / (rows[-1] + 1 - rows[0])  # the picture's rows run top down
+        x = -1 + 2 * (cols - spans[k][0]) / (spans[k][1] - spans[k][0])
+        ix, iy = (np.rint((v + 1) / 2 * (points - 1)).astype(int) for v in (x, y))
+        err = np.abs(seen - want[title][np.ix_(iy, ix)]) / (shared[1] - shared[0])
+        # (resampling blurs the under-trained prediction's ripples: a few pixels are off, not the scale)
+        assert np.median(err) < 0.01 and np.quantile(err, 0.9) < 0.05, (title, np.quantile(err, [0.5, 0.9]))
+
+    # named by the sample and its error, as main passed them; the training curves written beside it
+    assert kw == {"sample": i, "error": pytest.approx(float(errs[i]), rel=1e-9)}, "main names the sample"
+    assert drawn.title.startswith(f"held-out sample {i}:"), drawn.title
+    assert float(drawn.title.rsplit("error ", 1)[1]) == pytest.approx(float(errs[i]), rel=5e-3), drawn.title
+    assert (png[: rows[0] - 30, :, :3].max(-1) < 0.5).any()  # drawn: text above the panels' own titles
+    assert curve_calls == [(report["history"], tmp_path / "curves.png")]
+    assert (tmp_path / "curves.png").is_file()
+
+
+def test_curves(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # the loss falls four decades and the held-out error two: on a log scale the loss falls twice as far
+    history = [
+        {"step": float(s), "loss": 10 ** (-s / 100), "held_out_rel_l2": 0.1 * 10 ** (-s / 200), "other": 7.0}
+        for s in range(0, 401, 25)
+    ]
+    series = plot.curves(history, tmp_path / "curves.png")
+    assert series == {k: [r[k] for r in history] for k in ("step", "loss", "held_out_rel_l2")}
+
+    png = matplotlib.image.imread(tmp_path / "curves.png")[..., :3]
+    assert png.shape[:2] == (500, 800)
+    spines = png.max(-1) < 0.3  # the axes' frame: the long dark lines
+    (left, *_, right), (top, *_, bottom) = (np.flatnonzero(spines.mean(a) > 0.5) for a in (0, 1))
+    inside = png[top + 2 : bottom - 1, left + 2 : right - 1]
+    drops = []
+    for colour in ("C0", "C1"):  # the two lines, by their pixels within the axes
+        rows, cols = np.nonzero((np.abs(inside - matplotlib.colors.to_rgb(colour)) < 0.1).all(-1))
+        assert np.ptp(cols) > 0.8 * inside.shape[1], colour  # drawn across the axes
+        first, last = (np.median(rows[np.abs(cols - c) <= 2]) for c in (cols.min(), cols.max()))
+        drops.append(last - first)  # the picture's rows run top down: a falling line goes down
+    assert all(d > 50 for d in drops), drops
+    assert drops[0] / drops[1] == pytest.approx(2, rel=0.1), drops  # log scale (linear: 10)
 
 
 @pytest.mark.slow

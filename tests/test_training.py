@@ -13,6 +13,8 @@ import math
 import os
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from examples import poisson
 from examples.poisson import data, train
 from examples.poisson.__main__ import main
 from examples.poisson.config import PRESETS
+from examples.poisson.model import PoissonModel
 from examples.poisson.solver import PoissonSolver
 from examples.training import ConfigError, Diverged, RunDir, load_checkpoint
 from examples.training.loop import Progress
@@ -216,3 +219,40 @@ def test_load_gives_the_trained_model_and_solves_a_manufactured_problem(tmp_path
     torch.testing.assert_close(poisson.solve(Exact(), values, x, y, grid=(gx, gx)), want, rtol=0, atol=1e-6)
     # and the trained model answers on the same grid (shape and dtype; its accuracy is the job's report)
     assert poisson.solve(model, f, x, y).shape == (37, 23)
+
+
+# ---- data parallel: torchrun, 2 processes on the CPU (gloo) ------------------------------------
+
+
+def _torchrun(out: Path, steps: int) -> None:
+    root = Path(__file__).resolve().parents[1]
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+        "-m", "examples.poisson", *ARGS, "--steps", str(steps), "--config", "dtype=float64", "--out", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _weights(out: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(out / train.CHECKPOINT)["task"]["model"]  # type: ignore[no-any-return]
+
+
+def test_two_processes_take_the_steps_of_one_and_resume_across_process_counts(tmp_path: Path) -> None:
+    """2 processes x batch B/2 (DDP, gloo) = 1 process x batch B, step for step; a checkpoint of one
+    process resumes under two."""
+    cfg = TINY.replace(steps=6, dtype="float64")
+    assert main([*ARGS, "--steps", "6", "--config", "dtype=float64", "--out", str(tmp_path / "one")]) == 0
+    _torchrun(tmp_path / "two", 6)
+    one, two = _weights(tmp_path / "one"), _weights(tmp_path / "two")
+    for k in one:
+        torch.testing.assert_close(two[k], one[k], rtol=1e-12, atol=1e-12, msg=k)
+    assert not torch.equal(one["net.position"], PoissonModel(cfg).state_dict()["net.position"])  # it trained
+
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    train.train(cfg, splits, tmp_path / "mixed", progress=False, stop_after=3)  # one process, to step 3
+    _torchrun(tmp_path / "mixed", 6)  # two processes, from step 3 to 6
+    mixed = _weights(tmp_path / "mixed")
+    for k in one:
+        torch.testing.assert_close(mixed[k], one[k], rtol=1e-12, atol=1e-12, msg=k)

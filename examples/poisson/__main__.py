@@ -11,11 +11,13 @@ Examples::
     python -m examples.poisson --preset gpu --device cuda
     python -m examples.poisson --steps 500 --out runs/short
     python -m examples.poisson --config width=32 --config lr=3e-3
+    torchrun --standalone --nproc_per_node=2 -m examples.poisson   # data parallel (DDP)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -23,7 +25,17 @@ from pathlib import Path
 
 import torch
 
-from examples.training import Interrupted, RunDir, UserError, describe, override
+from examples.training import (
+    Interrupted,
+    RunDir,
+    UserError,
+    check_batch,
+    check_resume,
+    describe,
+    override,
+    setup,
+    teardown,
+)
 
 from . import data, plot, train
 from .config import PRESETS, Config
@@ -66,10 +78,13 @@ def summary(errs: torch.Tensor) -> dict[str, float]:
 
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
-    device = device_of(a.device)
+    ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
+    check_batch(config.batch, ranks)
     if a.threads:
         torch.set_num_threads(a.threads)
-    with RunDir(a.out):  # writable and ours before any data is generated
+    # writable, ours, and (if resuming) written with this config -- all before any data is generated
+    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
+        check_resume(a.out, describe(config))
         t0 = time.perf_counter()
         splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, cache=a.cache)
         print(f"config: {config}")
@@ -77,7 +92,9 @@ def run(argv: list[str] | None) -> int:
             f"data: {len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
             f"({time.perf_counter() - t0:.1f}s)"
         )
-        trained = train.train(config, splits, a.out, device, progress=not a.no_progress)
+        trained = train.train(config, splits, a.out, device, progress=not a.no_progress, ranks=ranks)
+        if not ranks.main:
+            return 0
         model = trained.model
         params = sum(p.numel() for p in model.parameters())
         test = train.errors(model, splits.test, device)
@@ -100,14 +117,15 @@ def run(argv: list[str] | None) -> int:
         (a.out / "report.json").write_text(json.dumps(report, indent=1))
         i = int(test.argmax())  # show the worst held-out sample
         pred = train.predict(model, splits.test.f[i : i + 1].to(device))[0]
-        plot.figure(splits.test.f[i], splits.test.g[i], pred, a.out / "poisson.png")
+        plot.figure(splits.test.f[i], splits.test.g[i], pred, a.out / "poisson.png", sample=i, error=float(test[i]))
+        plot.curves(trained.history, a.out / "curves.png")
     fmt = "mean {mean:.3e}  median {median:.3e}  max {max:.3e}"
     print(f"parameters: {params}")
     resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"
     print(f"training time: {trained.elapsed:.1f}s for {trained.step} steps on {device}{resumed}")
     print(f"held-out relative L2:  {fmt.format(**summary(test))}")
     print(f"OOD relative L2:       {fmt.format(**summary(ood))}")
-    print(f"wrote {a.out / 'report.json'}, {a.out / 'poisson.png'}, {a.out / train.CHECKPOINT}")
+    print(f"wrote {a.out / 'report.json'}, {a.out / 'poisson.png'}, {a.out / 'curves.png'}, {a.out / train.CHECKPOINT}")
     return 0
 
 
@@ -121,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as e:
         print(f"\n{e}; rerun the same command to resume", file=sys.stderr)
         return 128 + e.signum
+    finally:
+        teardown()
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import describe, fit
+from examples.training import SINGLE, Ranks, check_batch, describe, fit
 from examples.training.loop import Progress
 
 from . import data
@@ -47,11 +48,14 @@ def errors(model: PoissonModel, d: data.PoissonData, device: torch.device) -> Te
 class PoissonTask:
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
 
-    def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
+    def __init__(self, config: Config, splits: data.Splits, device: torch.device, ranks: Ranks = SINGLE) -> None:
         torch.manual_seed(config.seed)
-        self.config, self.splits, self.device = config, splits, device
+        self.config, self.splits, self.device, self.ranks = config, splits, device, ranks
+        check_batch(config.batch, ranks)
         out_scale = float(1.0 / data.l2_norm_sq(splits.train.target(config.modes)).mean().sqrt())
         self.model = PoissonModel(config, out_scale).to(device)
+        # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
+        self.net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.schedule = torch.optim.lr_scheduler.OneCycleLR(
             self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
@@ -62,8 +66,10 @@ class PoissonTask:
         self.g = splits.train.target(config.modes).to(device, dtype)
 
     def train_step(self) -> Tensor:
-        idx = torch.randint(0, len(self.f), (self.config.batch,), generator=self.sampler).to(self.device)
-        loss = relative_sq(self.model(self.f[idx]), self.g[idx]).mean()
+        # every process draws the same global batch (one sampler state) and trains on its slice
+        idx = self.ranks.shard(torch.randint(0, len(self.f), (self.config.batch,), generator=self.sampler))
+        idx = idx.to(self.device)
+        loss = relative_sq(self.net(self.f[idx]), self.g[idx]).mean()
         self.optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         if self.config.clip > 0:
@@ -91,9 +97,9 @@ class PoissonTask:
         self.sampler.set_state(state["sampler"])
 
 
-def build(config: Config, splits: data.Splits, device: torch.device) -> PoissonTask:
+def build(config: Config, splits: data.Splits, device: torch.device, ranks: Ranks = SINGLE) -> PoissonTask:
     """A fresh, seeded training task."""
-    return PoissonTask(config, splits, device)
+    return PoissonTask(config, splits, device, ranks)
 
 
 @dataclass
@@ -116,13 +122,14 @@ def train(
     progress: bool = True,
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
+    ranks: Ranks = SINGLE,
 ) -> Trained:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, splits, torch.device(device))
+    task = build(config, splits, torch.device(device), ranks)
     run = fit(
         task,
         config=describe(config),
@@ -134,5 +141,6 @@ def train(
         stop_after=stop_after,
         on_step=on_step,
         fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
+        ranks=ranks,
     )
     return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)

@@ -7,31 +7,39 @@
 * :mod:`.rundir` -- the run directory: created and tested for writing up front, locked against a
   second run;
 * :mod:`.loop` -- :func:`fit`: progress bar, periodic evaluation, checkpoints, bit-identical resume,
-  SIGINT/SIGTERM -> checkpoint then stop, divergence -> an error that says what was kept.
+  SIGINT/SIGTERM -> checkpoint then stop, divergence -> an error that says what was kept;
+* :mod:`.distributed` -- data parallel under ``torchrun`` (DDP; gloo on CPU, NCCL on CUDA).
 
 Every user error is a :class:`UserError`: one line at the command line, never a traceback.
 """
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import ConfigError, describe, override, validate
+from .distributed import SINGLE, Ranks, check_batch, setup, teardown
 from .errors import UserError
-from .loop import Diverged, Interrupted, Record, Task, fit
+from .loop import Diverged, Interrupted, Record, Task, check_resume, fit
 from .rundir import RunDir, RunDirError
 
 __all__ = [
+    "SINGLE",
     "CheckpointError",
     "ConfigError",
     "Diverged",
     "Interrupted",
+    "Ranks",
     "Record",
     "RunDir",
     "RunDirError",
     "Task",
     "UserError",
+    "check_batch",
+    "check_resume",
     "describe",
     "fit",
     "load_checkpoint",
     "override",
     "save_checkpoint",
+    "setup",
+    "teardown",
     "validate",
 ]

@@ -24,10 +24,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
+import torch
 from torch import Tensor
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import ConfigError, differences
+from .distributed import SINGLE, Ranks
 from .errors import UserError
 
 CHECKPOINT = "checkpoint.pt"
@@ -37,6 +39,9 @@ Record = dict[str, float]
 
 class Task(Protocol):
     """What an example gives the loop."""
+
+    #: where the task computes (the loop's cross-process flags live there)
+    device: torch.device
 
     def train_step(self) -> Tensor:
         """One optimisation step; returns the loss (a tensor: reading it would wait for the device)."""
@@ -91,16 +96,18 @@ def fit(
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
     fix: str = "lower the learning rate",
+    ranks: Ranks = SINGLE,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
     ``config`` (plain data) is stored in each checkpoint and compared on resume (``steps`` aside);
-    ``fix`` is the advice a divergence error gives.
+    ``fix`` is the advice a divergence error gives. Under ``torchrun`` (``ranks``), only rank 0 writes
+    checkpoints and shows progress; every rank stops at the same step.
     """
     from tqdm import tqdm  # a feature of the loop, not of the library
 
     path = None if out is None else out / CHECKPOINT
-    if out is not None:
+    if out is not None and ranks.main:
         out.mkdir(parents=True, exist_ok=True)
     run = Progress()
     if path is not None and path.exists():
@@ -108,7 +115,7 @@ def fit(
     blob_config = dict(config)
 
     def save() -> None:
-        if path is not None:
+        if path is not None and ranks.main:
             blob = {"config": blob_config, "step": run.step, "task": task.state_dict()}
             save_checkpoint(path, {**blob, "history": run.history, "elapsed": run.elapsed})
             run.saved = run.step
@@ -116,11 +123,12 @@ def fit(
     target = min(steps, stop_after) if stop_after is not None else steps
     caught: list[int] = []
     previous = _catch(caught)
-    bar = tqdm(total=steps, initial=run.step, disable=not progress, desc="train", dynamic_ncols=True)
+    bar = tqdm(total=steps, initial=run.step, disable=not (progress and ranks.main), desc="train", dynamic_ncols=True)
     start = time.perf_counter() - run.elapsed
+    device = task.device
     metrics: dict[str, float] = run.history[-1] if run.history else {}
     try:
-        while run.step < target and not caught:
+        while run.step < target and not ranks.any(bool(caught), device):
             loss = task.train_step()
             run.step += 1
             run.elapsed = time.perf_counter() - start
@@ -129,7 +137,7 @@ def fit(
             if at_eval:
                 metrics = task.evaluate()
             if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
-                value = loss.item()
+                value = ranks.all_mean(loss).item()
                 bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
                 if not math.isfinite(value) or bad:
                     raise Diverged(_diverged(run, path, value, bad, fix))
@@ -147,19 +155,32 @@ def fit(
         _restore(previous)
     if run.saved != run.step:
         save()
-    if caught:
-        raise Interrupted(caught[0], run.step, path)
+    if caught or run.step < target:
+        raise Interrupted(caught[0] if caught else signal.SIGTERM, run.step, path)
     return run
 
 
-def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> None:
+def check_resume(out: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The checkpoint in ``out`` if there is one, after checking it was written with ``config`` (``steps`` aside).
+
+    Call it before expensive setup (data generation), so that a refused resume fails at once.
+    """
+    path = out / CHECKPOINT
+    if not path.exists():
+        return None
     blob = load_checkpoint(path, required=("config", "step", "task", "history", "elapsed"))
-    diff = differences(blob["config"], config, ignore=("steps",))
+    diff = differences(blob["config"], dict(config), ignore=("steps",))
     if diff:
         raise ConfigError(
             f"{path} was written with another config ({'; '.join(diff)}); "
             "pass the same values to resume, or another --out to start afresh"
         )
+    return blob
+
+
+def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> None:
+    blob = check_resume(path.parent, config)
+    assert blob is not None
     task.load_state_dict(blob["task"])
     run.step, run.history, run.elapsed = int(blob["step"]), list(blob["history"]), float(blob["elapsed"])
     run.resumed_from = run.saved = run.step
