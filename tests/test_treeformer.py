@@ -83,7 +83,7 @@ def test_treeformer_forward_backward_and_batch_independence() -> None:
     y = net(Field(x, (tree, feats)))
     assert y.tensor.shape == x.shape and y.structures[0] is tree
     loss = torch.where(tree.mask.unsqueeze(-1), y.tensor, 0).square().sum()
-    loss.backward()
+    loss.backward()  # type: ignore[no-untyped-call]
     assert all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in net.parameters() if p.requires_grad)
     # a tree's output does not depend on the other trees in its batch (padding is invisible)
     alone, _ = Tree.from_nested([TREES[1]], NodeAlgebra.MEAN)
@@ -105,7 +105,7 @@ def test_readout_and_tree_features() -> None:
     assert out.structures == (Vector(3),)
     logits = out.tensor
     assert logits.shape == (len(TREES), 3)
-    logits.sum().backward()
+    logits.sum().backward()  # type: ignore[no-untyped-call]
 
 
 def test_tree_as_feature_structure_matches_vector_features() -> None:
@@ -184,15 +184,19 @@ def test_listops_views_agree_with_the_labels() -> None:
         assert tree.to_nested(leaves, i) == binary_tree(e)
 
 
-def test_listops_example_runs_short() -> None:
+def test_listops_example_runs_short(tmp_path: Any) -> None:
+    import json
+
     from examples.tree_listops.__main__ import main
 
     args = ["--steps", "3", "--train", "64", "--test", "32", "--batch", "8", "--width", "16", "--hidden", "16"]
     threads = torch.get_num_threads()
     try:
-        results = main([*args, "--models", "tree-mean,vector"])
+        code = main([*args, "--models", "tree-mean,vector", "--out", str(tmp_path), "--no-progress"])
     finally:
         torch.set_num_threads(threads)
+    assert code == 0
+    results = json.loads((tmp_path / "report.json").read_text())["results"]
     assert results["tree-mean"]["params"] == results["vector"]["params"]
     assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in results.values())
 

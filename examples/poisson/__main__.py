@@ -32,6 +32,7 @@ from examples.training import (
     check_batch,
     check_resume,
     describe,
+    device_of,
     override,
     setup,
     teardown,
@@ -55,21 +56,6 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     a = p.parse_args(argv)
     items = list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"])
     return override(PRESETS[a.preset], items), a
-
-
-def device_of(name: str) -> torch.device:
-    """``--device``, checked: it must parse and exist on this machine."""
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"--device {name!r}: not a device; use cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {name}: no CUDA device on this machine; use --device cpu")
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    if device.type not in ("cpu", "cuda"):
-        raise UserError(f"--device {name}: only cpu and cuda are supported")
-    return device
 
 
 def summary(errs: torch.Tensor) -> dict[str, float]:

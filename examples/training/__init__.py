@@ -15,7 +15,7 @@ Every user error is a :class:`UserError`: one line at the command line, never a 
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import ConfigError, describe, override, validate
-from .distributed import SINGLE, Ranks, check_batch, setup, teardown
+from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
 from .loop import Diverged, Interrupted, Record, Task, check_resume, fit
 from .rundir import RunDir, RunDirError
@@ -35,6 +35,7 @@ __all__ = [
     "check_batch",
     "check_resume",
     "describe",
+    "device_of",
     "fit",
     "load_checkpoint",
     "override",

@@ -84,3 +84,18 @@ def teardown() -> None:
     """Leave the process group (if joined)."""
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def device_of(name: str) -> torch.device:
+    """``--device``, checked: it must parse and exist on this machine (a :class:`UserError` otherwise)."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"--device {name!r}: not a device; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--device {name}: no CUDA device on this machine; use --device cpu")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if device.type not in ("cpu", "cuda"):
+        raise UserError(f"--device {name}: only cpu and cuda are supported")
+    return device

@@ -100,6 +100,19 @@ def generate(n: int, seed: int, depth: int = 3, max_args: int = 4, p_nest: float
     return Split(exprs, torch.tensor([evaluate(e) for e in exprs]))
 
 
+@dataclass(frozen=True)
+class Splits:
+    """The job's data: a training split and a held-out test split (from different seeds)."""
+
+    train: Split
+    test: Split
+
+
+def splits(n_train: int, n_test: int, seed: int) -> Splits:
+    """``n_train`` training expressions from ``seed``, ``n_test`` test expressions from ``seed + 1``."""
+    return Splits(generate(n_train, seed), generate(n_test, seed + 1))
+
+
 def tree_batch(
     exprs: list[Expr], algebra: NodeAlgebra, device: torch.device | str | None = None
 ) -> tuple[Tree, Tensor]:

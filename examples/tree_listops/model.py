@@ -1,0 +1,149 @@
+"""The ListOps classifiers as public objects: build one, load a trained one from its run directory.
+
+Both kinds are the same generic encoder (:func:`models.treeformer` is :func:`models.encoder`) with the
+same sizes, read out at the first position (the root operator in both views) by a linear classifier
+over the 10 digits. They differ only in the sequence structure and in what the position features say --
+both have ``len(VOCAB) + levels`` input features, so parameter counts are identical:
+
+* ``tree-mean`` / ``tree-sum``: a field ``Tree x F``; leaves are the expression's tokens without
+  brackets; features = one-hot token + the leaf's root-to-leaf path (:meth:`instances.Tree.address`);
+  attention against the tree's measure (mean: leaf weight ``2^-depth``; sum: every leaf 1), with
+  padding masked.
+* ``vector``: a field ``Vector(L) x F`` over the flat tokens with brackets (``[MAX 2 9 ]``);
+  features = one-hot token + sinusoidal position; padding tokens are ordinary tokens (a plain
+  Transformer, as in Long Range Arena).
+
+``load(run_dir)`` returns a ready :class:`ListOpsModel` (eval mode) from a checkpoint (read with
+``weights_only=True``)::
+
+    from examples.tree_listops import load
+    from examples.tree_listops.data import generate
+    model = load("runs/tree_listops/tree-mean")   # or load("runs/tree_listops", "tree-mean")
+    digits = model.predict(generate(10, seed=7).exprs)
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from applicative import Field
+from examples.training import CheckpointError, ConfigError, load_checkpoint
+from instances import NodeAlgebra, Vector
+from models import Readout, tree_features, treeformer
+
+from .config import MODELS, Config, ModelKind
+from .data import VOCAB, Expr, flat_batch, tree_batch
+
+CHECKPOINT = "checkpoint.pt"
+CLASSES = 10
+
+
+def sinusoid(length: int, dims: int) -> Tensor:
+    """``(length, dims)`` sinusoidal position features (Vaswani et al.); sines in even, cosines in odd columns."""
+    pos = torch.arange(length, dtype=torch.float32).unsqueeze(-1)
+    freq = torch.exp(-math.log(1000.0) * torch.arange(0, dims, 2, dtype=torch.float32) / dims)
+    out = torch.zeros(length, dims)
+    out[:, 0::2], out[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq[: dims // 2])
+    return out
+
+
+class ListOpsModel(nn.Module):
+    """A classifier of ListOps expressions: ``list[Expr]`` -> logits ``(batch, 10)`` over the digits.
+
+    ``kind`` says how expressions become fields (see the module); ``net`` is the encoder with its readout.
+    The model holds no state outside ``net``'s parameters, so a state dict alone restores it.
+    """
+
+    def __init__(self, config: Config, kind: ModelKind, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        if kind not in MODELS:
+            raise ValueError(f"ListOpsModel: kind {kind!r} is not one of {', '.join(MODELS)}")
+        self.config, self.kind = config, kind
+        features = Vector(len(VOCAB) + config.levels)
+        body = treeformer(
+            features, Vector(config.width), Vector(config.hidden), config.heads, config.depth, device=device
+        )
+        self.net: Readout[Vector, Vector] = Readout(body, classes=CLASSES)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def inputs(self, exprs: list[Expr]) -> Field[Vector, Vector]:
+        """The field this model reads for a batch of expressions (on the model's device)."""
+        device, levels = self.device, self.config.levels
+        if self.kind == "vector":
+            tokens = flat_batch(exprs).to(device)
+            onehot = nn.functional.one_hot(tokens, len(VOCAB)).to(torch.float32)
+            pos = sinusoid(tokens.shape[1], levels).to(device).expand(tokens.shape[0], -1, -1)
+            return Field(torch.cat([onehot, pos], -1), (Vector(tokens.shape[1]), Vector(len(VOCAB) + levels)))
+        algebra = NodeAlgebra.MEAN if self.kind == "tree-mean" else NodeAlgebra.SUM
+        tree, tokens = tree_batch(exprs, algebra, device)
+        return tree_features(tree, tokens, len(VOCAB), levels)  # type: ignore[return-value]
+
+    def forward(self, exprs: list[Expr]) -> Tensor:
+        """Logits ``(len(exprs), 10)``."""
+        return self.net(self.inputs(exprs)).tensor
+
+    def __call__(self, exprs: list[Expr]) -> Tensor:
+        return super().__call__(exprs)  # type: ignore[no-any-return]
+
+    @torch.no_grad()
+    def predict(self, exprs: list[Expr], chunk: int = 500) -> Tensor:
+        """The predicted digits ``(len(exprs),)`` (int64, on the CPU), in chunks; the mode (train/eval) is kept."""
+        was = self.training
+        self.eval()
+        try:
+            out = [self(exprs[i : i + chunk]).argmax(-1).cpu() for i in range(0, len(exprs), chunk)]
+        finally:
+            self.train(was)
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
+
+
+def checkpoint_path(run_dir: str | Path, kind: str | None = None) -> Path:
+    """Where a model's checkpoint is: ``run_dir/checkpoint.pt`` (a model's own directory) or ``run_dir/kind/...``.
+
+    With no ``kind``, a job's directory (``--out``) holding exactly one trained model names that one.
+    """
+    run_dir = Path(run_dir)
+    if kind is not None:
+        if kind not in MODELS:
+            raise CheckpointError(f"load: model {kind!r} is not one of {', '.join(MODELS)}")
+        path = run_dir / kind / CHECKPOINT
+    elif (run_dir / CHECKPOINT).exists():
+        path = run_dir / CHECKPOINT
+    else:
+        found = [m for m in MODELS if (run_dir / m / CHECKPOINT).exists()]
+        if len(found) > 1:
+            raise CheckpointError(
+                f"{run_dir}: holds several trained models ({', '.join(found)}); "
+                f"pass one, e.g. load({str(run_dir)!r}, {found[0]!r})"
+            )
+        path = run_dir / (found[0] if found else "") / CHECKPOINT
+    if not path.exists():
+        raise CheckpointError(
+            f"{path}: no checkpoint there; train with python -m examples.tree_listops --out {run_dir}"
+        )
+    return path
+
+
+def load(run_dir: str | Path, kind: ModelKind | None = None, device: torch.device | str = "cpu") -> ListOpsModel:
+    """The trained model of a run directory (``python -m examples.tree_listops --out run_dir``), in eval mode.
+
+    ``run_dir`` is a model's directory (``OUT/tree-mean``), or the job's ``OUT`` with ``kind`` naming the
+    model (``kind`` may be left out when ``OUT`` holds one model only).
+    """
+    path = checkpoint_path(run_dir, kind)
+    blob = load_checkpoint(path, required=("config", "task"))
+    try:
+        fields = dict(blob["config"])
+        found = fields.pop("model")
+        model = ListOpsModel(Config(**fields), found)
+        model.load_state_dict(blob["task"]["model"])
+    except (TypeError, KeyError, ValueError, RuntimeError, ConfigError) as e:
+        raise CheckpointError(f"{path}: not a checkpoint of a ListOps model ({str(e).splitlines()[0]})") from None
+    return model.to(device).eval()

@@ -1,0 +1,148 @@
+"""Training one ListOps classifier: a :class:`~examples.training.Task` for the shared loop.
+
+AdamW (weight decay 0.01) on the cross-entropy of the root's digit, gradient norm clipped to 1, a
+linear warm-up over ``steps // 20`` steps then a cosine decay to zero at ``steps``; batches are drawn
+with replacement by a seeded generator. Evaluation is the test accuracy. Checkpoints, resumption,
+signals and divergence are the shared loop's (:func:`examples.training.fit`).
+
+A run extended past its first ``steps`` (a larger ``--steps``) follows the cosine of the new total from
+where it stands (a warm restart: the rate rises from zero to the new schedule's value at that step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from examples.training import describe, fit
+from examples.training.loop import Progress
+
+from .config import Config, ModelKind
+from .data import Split, Splits
+from .model import CHECKPOINT, ListOpsModel
+
+__all__ = ["CHECKPOINT", "ListOpsTask", "Trained", "accuracy", "build", "checkpoint_config", "rate", "train"]
+
+WEIGHT_DECAY = 0.01
+CLIP = 1.0
+
+
+def accuracy(model: ListOpsModel, split: Split) -> float:
+    """The fraction of ``split`` the model classifies right."""
+    return int((model.predict(split.exprs) == split.labels).sum()) / len(split)
+
+
+def rate(steps: int) -> Callable[[int], float]:
+    """The schedule's multiplier of the learning rate at each step: linear warm-up, then cosine to zero."""
+    warm = max(1, steps // 20)
+
+    def f(s: int) -> float:
+        return min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+
+    return f
+
+
+class ListOpsTask:
+    """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
+
+    def __init__(self, config: Config, kind: ModelKind, splits: Splits, device: torch.device) -> None:
+        torch.manual_seed(config.seed)
+        self.config, self.kind, self.splits, self.device = config, kind, splits, device
+        self.model = ListOpsModel(config, kind, device)
+        self.optimiser = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=WEIGHT_DECAY)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimiser, rate(config.steps))
+        self.sampler = torch.Generator().manual_seed(config.seed)
+        self.labels = splits.train.labels.to(device)
+
+    def train_step(self) -> Tensor:
+        train = self.splits.train
+        idx = torch.randint(len(train), (self.config.batch,), generator=self.sampler).tolist()
+        logits = self.model([train.exprs[i] for i in idx])
+        loss = nn.functional.cross_entropy(logits, self.labels[idx])
+        self.optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
+        self.optimiser.step()
+        self.schedule.step()
+        return loss
+
+    def evaluate(self) -> dict[str, float]:
+        return {"test_accuracy": accuracy(self.model, self.splits.test)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimiser": self.optimiser.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "sampler": self.sampler.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimiser.load_state_dict(state["optimiser"])
+        self.schedule.load_state_dict(state["schedule"])
+        self.sampler.set_state(state["sampler"])
+        # the rate at the step reached, on this run's schedule: what was saved unless --steps grew (then the
+        # cosine of the new total takes over at once)
+        f = rate(self.config.steps)
+        for group, base in zip(self.optimiser.param_groups, self.schedule.base_lrs, strict=True):
+            group["lr"] = base * f(self.schedule.last_epoch)
+
+
+def checkpoint_config(config: Config, kind: ModelKind) -> dict[str, Any]:
+    """What a model's checkpoint records of its run (and a resume must match, ``steps`` aside): config and kind."""
+    return {**describe(config), "model": kind}
+
+
+def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device) -> ListOpsTask:
+    """A fresh, seeded training task."""
+    return ListOpsTask(config, kind, splits, device)
+
+
+@dataclass
+class Trained:
+    """A finished (or stopped) run: the model and where the loop stands."""
+
+    model: ListOpsModel
+    step: int
+    history: list[dict[str, float]] = field(default_factory=list)
+    elapsed: float = 0.0
+    resumed_from: int | None = None
+
+
+def train(
+    config: Config,
+    kind: ModelKind,
+    splits: Splits,
+    out: Path | None,
+    device: torch.device | str = "cpu",
+    *,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_step: Callable[[Progress], None] | None = None,
+) -> Trained:
+    """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
+
+    SIGINT/SIGTERM finish the current step, write a checkpoint and raise
+    :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
+    """
+    task = build(config, kind, splits, torch.device(device))
+    run = fit(
+        task,
+        config=checkpoint_config(config, kind),
+        steps=config.steps,
+        out=out,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        progress=progress,
+        stop_after=stop_after,
+        on_step=on_step,
+        fix="try a smaller --lr",
+    )
+    return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)
