@@ -7,6 +7,7 @@ import the structure (never the other way round).
 
 from ._chebarbitrary import ChebyshevArbitrary
 from ._distribution_arbitrary import DistributionArbitrary
+from ._padded_arbitrary import PaddedArbitrary
 from ._tree_arbitrary import TreeArbitrary
 from .chebyshev import Chebyshev, CoefficientSoftmax
 from .distribution import Distribution
@@ -27,6 +28,7 @@ __all__ = [
     "MinPlus",
     "NodeAlgebra",
     "Padded",
+    "PaddedArbitrary",
     "Tree",
     "TreeArbitrary",
     "Vector",

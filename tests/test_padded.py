@@ -152,3 +152,12 @@ def test_batches_of_padded_sequences_concatenate() -> None:
     assert twice.structures[0].lengths.tolist() == [3, 1, 3, 1]  # type: ignore[attr-defined]
     one = ab[1]
     assert one.structures[0].lengths.tolist() == 1  # type: ignore[attr-defined]
+
+
+def test_padded_is_lawful() -> None:
+    from applicative.laws import check_laws
+    from instances import PaddedArbitrary
+
+    report = check_laws(PaddedArbitrary(), max_examples=20)
+    assert report.status("fused = generic (S keys)") != "n/a"
+    assert report.status("softmax") != "n/a"
