@@ -250,6 +250,15 @@ class EncoderStack(_Body[Fe, D]):
     features directly: every parameter here gets a gradient from the decoder's output.
     """
 
+    @classmethod
+    def of(cls, transformer: Transformer[Fe, D]) -> EncoderStack[Fe, D]:
+        """The embedding, layers and norm of ``transformer`` (the same modules, shared), without its unembedding."""
+        stack = cls.__new__(cls)
+        nn.Module.__init__(stack)
+        stack.features, stack.model = transformer.features, transformer.model
+        stack.embed, stack.layers, stack.norm = transformer.embed, transformer.layers, transformer.norm
+        return stack
+
     def forward(self, x: Field[S, Fe]) -> Field[S, D]:
         return self.encode(x)
 

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from applicative import Field, Linear, Structure, expect_field
 from instances import Tree, Vector
 
-from .transformer import Transformer, encoder
+from .transformer import EncoderStack, Transformer, encoder
 
 Fe = TypeVar("Fe", bound=Structure)
 D = TypeVar("D", bound=Structure)
@@ -68,12 +68,15 @@ class Readout(nn.Module, Generic[Fe, D]):
 
     The first position is the leftmost leaf of a tree (or the first token of a
     sequence): put the root's label there (the operator of an expression).
-    The head takes the dtype and device of the body's parameters.
+    The head takes the dtype and device of the body's parameters. A
+    :class:`Transformer` body is kept without its unembedding (which a readout
+    never uses, so it would get no gradient: data-parallel training needs
+    every parameter used).
     """
 
-    def __init__(self, body: Transformer[Fe, D], classes: int) -> None:
+    def __init__(self, body: Transformer[Fe, D] | EncoderStack[Fe, D], classes: int) -> None:
         super().__init__()
-        self.body = body
+        self.body: EncoderStack[Fe, D] = EncoderStack.of(body) if isinstance(body, Transformer) else body
         like = next(body.parameters())
         self.head: Linear[D, Vector] = Linear(body.model, Vector(classes), dtype=like.dtype, device=like.device)
 

@@ -21,6 +21,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -29,7 +30,18 @@ from typing import Any, NoReturn
 
 import torch
 
-from examples.training import Interrupted, RunDir, UserError, check_resume, describe, device_of, override
+from examples.training import (
+    Interrupted,
+    RunDir,
+    UserError,
+    check_batch,
+    check_resume,
+    describe,
+    device_of,
+    override,
+    setup,
+    teardown,
+)
 
 from . import data, train
 from .config import MODELS, PRESETS, Config, ModelKind
@@ -98,11 +110,12 @@ def threads_of(text: str) -> int:
 def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Run the job; return each model's results (as in ``report.json``, without the histories)."""
     config, models, a = parse(argv)
-    device = device_of(a.device)
+    ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
+    check_batch(config.batch, ranks)
     torch.set_num_threads(threads_of(a.threads))
     results: dict[str, dict[str, Any]] = {}
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
-    with RunDir(a.out):
+    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         for name in models:
             check_resume(a.out / name, train.checkpoint_config(config, name))
         splits = data.splits(config.train, config.test, config.seed)
@@ -120,7 +133,9 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             "results": {},
         }
         for name in models:
-            trained = train.train(config, name, splits, a.out / name, device, progress=not a.no_progress)
+            trained = train.train(config, name, splits, a.out / name, device, progress=not a.no_progress, ranks=ranks)
+            if not ranks.main:
+                continue
             sample = data.Split(splits.train.exprs[:2000], splits.train.labels[:2000])
             results[name] = {
                 "params": sum(p.numel() for p in trained.model.parameters()),
@@ -138,6 +153,8 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 "history": trained.history,
             }
             (a.out / "report.json").write_text(json.dumps(report, indent=1))  # after each model: partial runs too
+    if not ranks.main:
+        return results
     print(f"wrote {a.out / 'report.json'} and {', '.join(str(a.out / m / train.CHECKPOINT) for m in models)}")
     return results
 
@@ -155,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a training loop (data, evaluation): the checkpoints on disk are whole
         print("\ninterrupted outside training; rerun the same command to resume", file=sys.stderr)
         return 130
+    finally:
+        teardown()
     return 0
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import describe, fit
+from examples.training import SINGLE, Ranks, check_batch, describe, fit
 from examples.training.loop import Progress
 
 from .config import Config, ModelKind
@@ -51,10 +52,15 @@ def rate(steps: int) -> Callable[[int], float]:
 class ListOpsTask:
     """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
 
-    def __init__(self, config: Config, kind: ModelKind, splits: Splits, device: torch.device) -> None:
+    def __init__(
+        self, config: Config, kind: ModelKind, splits: Splits, device: torch.device, ranks: Ranks = SINGLE
+    ) -> None:
         torch.manual_seed(config.seed)
-        self.config, self.kind, self.splits, self.device = config, kind, splits, device
+        self.config, self.kind, self.splits, self.device, self.ranks = config, kind, splits, device, ranks
+        check_batch(config.batch, ranks)
         self.model = ListOpsModel(config, kind, device)
+        # under torchrun: gradients averaged over the processes, each training on its slice of the batch
+        self.net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.optimiser = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=WEIGHT_DECAY)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimiser, rate(config.steps))
         self.sampler = torch.Generator().manual_seed(config.seed)
@@ -62,8 +68,9 @@ class ListOpsTask:
 
     def train_step(self) -> Tensor:
         train = self.splits.train
-        idx = torch.randint(len(train), (self.config.batch,), generator=self.sampler).tolist()
-        logits = self.model([train.exprs[i] for i in idx])
+        # every process draws the same global batch; its trees are built from its own slice of the expressions
+        idx = self.ranks.shard(torch.randint(len(train), (self.config.batch,), generator=self.sampler)).tolist()
+        logits = self.net([train.exprs[i] for i in idx])
         loss = nn.functional.cross_entropy(logits, self.labels[idx])
         self.optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
@@ -100,9 +107,9 @@ def checkpoint_config(config: Config, kind: ModelKind) -> dict[str, Any]:
     return {**describe(config), "model": kind}
 
 
-def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device) -> ListOpsTask:
+def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device, ranks: Ranks = SINGLE) -> ListOpsTask:
     """A fresh, seeded training task."""
-    return ListOpsTask(config, kind, splits, device)
+    return ListOpsTask(config, kind, splits, device, ranks)
 
 
 @dataclass
@@ -126,13 +133,14 @@ def train(
     progress: bool = True,
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
+    ranks: Ranks = SINGLE,
 ) -> Trained:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, kind, splits, torch.device(device))
+    task = build(config, kind, splits, torch.device(device), ranks)
     run = fit(
         task,
         config=checkpoint_config(config, kind),
@@ -144,5 +152,6 @@ def train(
         stop_after=stop_after,
         on_step=on_step,
         fix="try a smaller --lr",
+        ranks=ranks,
     )
     return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)
