@@ -91,6 +91,7 @@ def test_unreadable_checkpoint_names_the_file(tmp_path: Path, content: bytes | N
         (["--config", "heads=3"], "heads must divide width"),
         (["--device", "cuda:7" if torch.cuda.is_available() else "cuda"], "--device cuda"),
         (["--device", "bogus"], "--device 'bogus': not a device"),
+        *([] if torch.cuda.is_available() else [(["--amp"], "--amp (bf16 autocast) needs a CUDA device")]),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(

@@ -37,6 +37,7 @@ from examples.training import (
     setup,
     teardown,
 )
+from examples.training.speed import check_amp
 
 from . import data, plot, train
 from .config import PRESETS, Config
@@ -52,6 +53,12 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--cache", type=Path, default=None, help="directory to cache the generated data")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model (equal up to float rounding; pays on a GPU, not on a small CPU run)",
+    )
+    p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA only)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     items = list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"])
@@ -66,6 +73,7 @@ def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
     ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
     check_batch(config.batch, ranks)
+    check_amp(a.amp, device)
     if a.threads:
         torch.set_num_threads(a.threads)
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
@@ -78,7 +86,9 @@ def run(argv: list[str] | None) -> int:
             f"data: {len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
             f"({time.perf_counter() - t0:.1f}s)"
         )
-        trained = train.train(config, splits, a.out, device, progress=not a.no_progress, ranks=ranks)
+        trained = train.train(
+            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp
+        )
         if not ranks.main:
             return 0
         model = trained.model
@@ -89,6 +99,9 @@ def run(argv: list[str] | None) -> int:
             "config": describe(config),
             "device": str(device),
             "torch": torch.__version__,
+            "compile": a.compile,
+            "amp": a.amp,
+            "processes": ranks.world,
             "resumed_from_step": trained.resumed_from,
             "parameters": params,
             "train_seconds": trained.elapsed,

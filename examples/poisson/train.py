@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from examples.training import SINGLE, Ranks, check_batch, describe, fit
 from examples.training.loop import Progress
+from examples.training.speed import autocast, check_amp, compiled
 
 from . import data
 from .config import Config
@@ -48,14 +49,25 @@ def errors(model: PoissonModel, d: data.PoissonData, device: torch.device) -> Te
 class PoissonTask:
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
 
-    def __init__(self, config: Config, splits: data.Splits, device: torch.device, ranks: Ranks = SINGLE) -> None:
+    def __init__(
+        self,
+        config: Config,
+        splits: data.Splits,
+        device: torch.device,
+        ranks: Ranks = SINGLE,
+        *,
+        compile: bool = False,
+        amp: bool = False,
+    ) -> None:
         torch.manual_seed(config.seed)
-        self.config, self.splits, self.device, self.ranks = config, splits, device, ranks
+        self.config, self.splits, self.device, self.ranks, self.amp = config, splits, device, ranks, amp
         check_batch(config.batch, ranks)
+        check_amp(amp, device)
         out_scale = float(1.0 / data.l2_norm_sq(splits.train.target(config.modes)).mean().sqrt())
         self.model = PoissonModel(config, out_scale).to(device)
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
-        self.net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
+        net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
+        self.net = compiled(net, compile)
         self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.schedule = torch.optim.lr_scheduler.OneCycleLR(
             self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
@@ -69,7 +81,9 @@ class PoissonTask:
         # every process draws the same global batch (one sampler state) and trains on its slice
         idx = self.ranks.shard(torch.randint(0, len(self.f), (self.config.batch,), generator=self.sampler))
         idx = idx.to(self.device)
-        loss = relative_sq(self.net(self.f[idx]), self.g[idx]).mean()
+        with autocast(self.amp, self.device):
+            pred = self.net(self.f[idx])
+        loss = relative_sq(pred.to(self.g.dtype), self.g[idx]).mean()
         self.optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         if self.config.clip > 0:
@@ -97,9 +111,17 @@ class PoissonTask:
         self.sampler.set_state(state["sampler"])
 
 
-def build(config: Config, splits: data.Splits, device: torch.device, ranks: Ranks = SINGLE) -> PoissonTask:
+def build(
+    config: Config,
+    splits: data.Splits,
+    device: torch.device,
+    ranks: Ranks = SINGLE,
+    *,
+    compile: bool = False,
+    amp: bool = False,
+) -> PoissonTask:
     """A fresh, seeded training task."""
-    return PoissonTask(config, splits, device, ranks)
+    return PoissonTask(config, splits, device, ranks, compile=compile, amp=amp)
 
 
 @dataclass
@@ -123,13 +145,15 @@ def train(
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
     ranks: Ranks = SINGLE,
+    compile: bool = False,
+    amp: bool = False,
 ) -> Trained:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, splits, torch.device(device), ranks)
+    task = build(config, splits, torch.device(device), ranks, compile=compile, amp=amp)
     run = fit(
         task,
         config=describe(config),
