@@ -1,4 +1,6 @@
-"""The arbitrary of :class:`~instances.Vector`: sizes 1..4, isomorphisms are permutations."""
+"""The arbitrary of sized structures stored at their positions with the counting measure (``Vector`` and
+its nominal axes, or a user's): sizes 1..4, isomorphisms are permutations of the positions (which
+preserve that measure)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .._sized import Sized
 from .._structure import Structure
-from .._vector import Vector
 from ._arbitrary import Arbitrary, Draw, Isomorphism
 
 
@@ -22,11 +24,14 @@ class VectorArbitrary(Arbitrary[Structure]):
 
     @staticmethod
     def of(target: object) -> VectorArbitrary | None:
-        """The arbitrary for a ``Vector`` object or subclass, or ``None`` if ``target`` is not one."""
-        if isinstance(target, Vector):
+        """The arbitrary for a sized structure (object, or class with a declared size or none) stored at its
+        positions with the counting measure; ``None`` for any other ``target``."""
+        if isinstance(target, type) and issubclass(target, Sized):
+            declared = target._declared
+            probe = target(declared if declared is not None else 1)
+            return VectorArbitrary(target, declared) if _counting(probe) else None
+        if isinstance(target, Sized) and _counting(target):
             return VectorArbitrary(type(target), target.size)
-        if isinstance(target, type) and issubclass(target, Vector):
-            return VectorArbitrary(target, target._declared)
         return None
 
     def structure(self, draw: Draw) -> Structure:
@@ -44,3 +49,8 @@ class VectorArbitrary(Arbitrary[Structure]):
 
     def __repr__(self) -> str:
         return f"VectorArbitrary({self.cls.__name__}, size={self.size})"
+
+
+def _counting(s: Structure) -> bool:
+    """Stored at its positions, each weighing one: permutations are isomorphisms of it."""
+    return s.basis is None and s.log_measure(torch.float64, torch.device("cpu")) is None

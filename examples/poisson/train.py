@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from examples.training import SINGLE, Ranks, check_batch, describe, fit
+from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 from examples.training.speed import autocast, check_amp, compiled
 
@@ -97,18 +98,10 @@ class PoissonTask:
         return {"held_out_rel_l2": float(errors(self.model, self.splits.test, self.device).mean())}
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model.state_dict(),
-            "optimiser": self.optimiser.state_dict(),
-            "schedule": self.schedule.state_dict(),
-            "sampler": self.sampler.get_state(),
-        }
+        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimiser.load_state_dict(state["optimiser"])
-        self.schedule.load_state_dict(state["schedule"])
-        self.sampler.set_state(state["sampler"])
+        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def build(

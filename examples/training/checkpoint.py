@@ -13,7 +13,7 @@ import pickle
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -59,3 +59,31 @@ def load_checkpoint(path: Path, required: tuple[str, ...] = ()) -> dict[str, Any
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+class Stateful(Protocol):
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> Any: ...
+
+
+def training_state(
+    model: Stateful, optimiser: Stateful, schedule: Stateful, sampler: torch.Generator
+) -> dict[str, Any]:
+    """The usual parts of a run's state (model, optimiser, schedule, sampler) as tensors and plain data."""
+    return {
+        "model": model.state_dict(),
+        "optimiser": optimiser.state_dict(),
+        "schedule": schedule.state_dict(),
+        "sampler": sampler.get_state(),
+    }
+
+
+def restore_training_state(
+    state: dict[str, Any], model: Stateful, optimiser: Stateful, schedule: Stateful, sampler: torch.Generator
+) -> None:
+    """Load :func:`training_state` back into the parts."""
+    model.load_state_dict(state["model"])
+    optimiser.load_state_dict(state["optimiser"])
+    schedule.load_state_dict(state["schedule"])
+    sampler.set_state(state["sampler"])
