@@ -90,6 +90,7 @@ def run(argv: list[str] | None) -> int:
             config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp
         )
         if not ranks.main:
+            ranks.barrier()  # leave the group together with rank 0, once it has written its report
             return 0
         model = trained.model
         params = sum(p.numel() for p in model.parameters())
@@ -118,6 +119,7 @@ def run(argv: list[str] | None) -> int:
         pred = train.predict(model, splits.test.f[i : i + 1].to(device))[0]
         plot.figure(splits.test.f[i], splits.test.g[i], pred, a.out / "poisson.png", sample=i, error=float(test[i]))
         plot.curves(trained.history, a.out / "curves.png")
+        ranks.barrier()
     fmt = "mean {mean:.3e}  median {median:.3e}  max {max:.3e}"
     print(f"parameters: {params}")
     resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"

@@ -45,6 +45,11 @@ class Ranks:
         dist.all_reduce(y)
         return y / self.world
 
+    def barrier(self) -> None:
+        """Wait until every process gets here (so that none leaves the group while another still works)."""
+        if self.world > 1:
+            dist.barrier()
+
     def any(self, flag: bool, device: torch.device) -> bool:
         """Whether ``flag`` is set on any process (so that every rank stops at the same step)."""
         if self.world == 1:

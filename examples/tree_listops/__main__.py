@@ -153,6 +153,7 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 "history": trained.history,
             }
             (a.out / "report.json").write_text(json.dumps(report, indent=1))  # after each model: partial runs too
+    ranks.barrier()  # every process leaves the group together, once rank 0 has written its report
     if not ranks.main:
         return results
     print(f"wrote {a.out / 'report.json'} and {', '.join(str(a.out / m / train.CHECKPOINT) for m in models)}")
