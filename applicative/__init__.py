@@ -26,6 +26,7 @@ from ._algebra import (
     zip_with,
 )
 from ._attention import (
+    Causal,
     CausalSoftmax,
     LinearAttention,
     Normalise,
@@ -51,6 +52,7 @@ __all__ = [
     "REAL",
     "Applicative",
     "Basis",
+    "Causal",
     "CausalSoftmax",
     "Counit",
     "Field",

@@ -114,6 +114,34 @@ class CausalSoftmax(Normalise):
 
 
 @dataclass(frozen=True)
+class Causal(Normalise):
+    """Any normalisation with key position ``j`` hidden from query position ``i < j`` (scores set to ``-inf``).
+
+    ``Causal(ReluAttention(c))`` and ``Causal(SoftplusAttention(c))`` give zero weight to the future
+    (``relu(-inf) = softplus(-inf) = 0``); ``Causal(ScaledSoftmax(c))`` is :class:`CausalSoftmax` and
+    lowers to the same fused kernel. Needs an ordered sequence structure (capability ``ordered``).
+    """
+
+    inner: Normalise
+
+    @property
+    def scale(self) -> float:  # type: ignore[override]
+        return self.inner.scale
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        s = scores.structures
+        if len(s) < 2 or s[-2].size != s[-1].size:
+            raise StructureError(f"Causal: needs scores over (sequence, sequence) of equal size, got axes {s}")
+        s[-1].require_order(f"Causal({type(self.inner).__name__})")
+        n = s[-1].size
+        future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
+        return self.inner(scores.with_tensor(scores.tensor.masked_fill(future, float("-inf"))))
+
+    def sdpa_causal(self) -> bool | None:
+        return None if self.inner.sdpa_causal() is None else True
+
+
+@dataclass(frozen=True)
 class ReluAttention(Normalise):
     """``relu(scale * s) / counit (pure 1)``: ReLU attention divided by the sequence length."""
 

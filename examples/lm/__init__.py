@@ -1,0 +1,8 @@
+"""Character-level language models from the generic parts, on text that ships with Python.
+
+``python -m examples.lm --model gpt|relu|softplus`` trains a causal decoder (see :mod:`.__main__`).
+"""
+
+from .model import CharLM, load
+
+__all__ = ["CharLM", "load"]

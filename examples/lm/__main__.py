@@ -1,0 +1,131 @@
+"""``python -m examples.lm``: train a character-level language model on Python's own documentation.
+
+Examples::
+
+    python -m examples.lm                          # GPT, default preset (a few minutes on 2 CPU cores)
+    python -m examples.lm --model relu --out runs/lm-relu
+    python -m examples.lm --preset tiny --steps 50
+    torchrun --standalone --nproc_per_node=2 -m examples.lm
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+
+from examples.training import (
+    Interrupted,
+    RunDir,
+    UserError,
+    check_batch,
+    check_resume,
+    describe,
+    device_of,
+    override,
+    setup,
+    teardown,
+)
+
+from . import data, train
+from .config import PRESETS, Config
+from .model import CHECKPOINT
+
+PROG = "python -m examples.lm"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
+def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
+    p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    p.add_argument("--model", help="gpt, relu or softplus (shorthand for --config model=...)")
+    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
+    p.add_argument("--steps", help="shorthand for --config steps=N")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/lm-MODEL)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--sample", type=int, default=400, help="characters of generated text to write")
+    p.add_argument("--no-progress", action="store_true")
+    a = p.parse_args(argv)
+    items = list(a.config)
+    items += [] if a.model is None else [f"model={a.model}"]
+    items += [] if a.steps is None else [f"steps={a.steps}"]
+    config = override(PRESETS[a.preset], items)
+    if a.out is None:
+        a.out = Path("runs") / f"lm-{config.model}"
+    if a.sample < 0:
+        raise UserError(f"--sample {a.sample}: must be >= 0")
+    return config, a
+
+
+def run(argv: list[str] | None) -> int:
+    config, a = parse(argv)
+    ranks, device = setup(device_of(a.device))
+    check_batch(config.batch, ranks)
+    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
+        check_resume(a.out, describe(config))
+        corpus = data.corpus(config.limit or None)
+        unigram = corpus.unigram_bits()
+        print(
+            f"corpus: {len(corpus.train)} train / {len(corpus.valid)} valid characters, {len(corpus.vocab)} "
+            f"symbols; sha256 {corpus.sha256[:16]}; unigram baseline {unigram:.3f} bits/char"
+        )
+        trained = train.train(config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks)
+        if ranks.main:
+            model = trained.model.eval()
+            g = torch.Generator().manual_seed(config.seed)
+            prompt = corpus.valid[: min(config.context, 32)].to(device)
+            text = corpus.decode(model.sample(prompt, a.sample, 0.8, g).cpu())
+            (a.out / "samples.txt").write_text(text)
+            final = trained.history[-1]["valid_bits_per_char"] if trained.history else float("nan")
+            report = {
+                "config": describe(config),
+                "text_sha256": corpus.sha256,
+                "python": corpus.python,
+                "device": str(device),
+                "torch": torch.__version__,
+                "processes": ranks.world,
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "steps": trained.step,
+                "resumed_from_step": trained.resumed_from,
+                "train_seconds": trained.elapsed,
+                "unigram_bits_per_char": unigram,
+                "valid_bits_per_char": final,
+                "history": trained.history,
+            }
+            (a.out / "report.json").write_text(json.dumps(report, indent=1))
+            resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"
+            print(
+                f"{config.model}: {report['parameters']} parameters, {trained.step} steps in {trained.elapsed:.1f}s"
+                f"{resumed}; validation {final:.3f} bits/char (unigram {unigram:.3f})"
+            )
+            print(f"sample:\n{text[:300]}")
+            print(f"wrote {a.out / 'report.json'}, {a.out / 'samples.txt'}, {a.out / CHECKPOINT}")
+        ranks.barrier()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
+    try:
+        return run(argv)
+    except UserError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"\n{e}; rerun the same command to resume", file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
