@@ -12,6 +12,19 @@ from .transformer import (
     head_structure,
 )
 from .treeformer import Readout, tree_features, treeformer
+from .zoo import (
+    LinearRegression,
+    LogisticRegression,
+    MLPClassifier,
+    MLPRegressor,
+    design_matrix,
+    fit_lbfgs,
+    fit_least_squares,
+    log_loss,
+    probabilities,
+    squared_error,
+    weight_norm2,
+)
 
 __all__ = [
     "DecoderLayer",
@@ -20,12 +33,23 @@ __all__ = [
     "EncoderStack",
     "Funcformer",
     "FuncformerConfig",
+    "LinearRegression",
+    "LogisticRegression",
+    "MLPClassifier",
+    "MLPRegressor",
     "Readout",
     "Transformer",
     "decoder",
+    "design_matrix",
     "encoder",
+    "fit_lbfgs",
+    "fit_least_squares",
     "funcformer",
     "head_structure",
+    "log_loss",
+    "probabilities",
+    "squared_error",
     "tree_features",
     "treeformer",
+    "weight_norm2",
 ]
