@@ -332,7 +332,11 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
     if b is not None and b.structures[0] != w.structures[0]:
         raise StructureError(f"linear: the bias is {b.structures[0]!r} but the weight's rows are {w.structures[0]!r}")
     tx = _on(sx, x.tensor, -1, s)
-    tw = _on(sw, w.tensor, -1, s)
+    tw = w.tensor
+    if sw is not s and s.batch_shape and not w.batch_shape:
+        # a shared weight refined onto per-example structures: its rows are not the examples' batch
+        tw = tw.reshape(*([1] * len(s.batch_shape)), *tw.shape)
+    tw = _on(sw, tw, -1, s)
     tb = None if b is None else b.tensor
     # batch axes of the weight and bias align with x's batch, not with x's leading typed axes
     ones = (1,) * (_typed(x) - 1)

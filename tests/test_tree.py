@@ -12,7 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from applicative import REAL, Field, StructureError, counit, pointwise, zip_with
+import applicative as ap
+from applicative import REAL, Field, StructureError, Vector, counit, pointwise, zip_with
 from applicative import _kernels as kernels
 from applicative.laws import check_laws
 from instances import MAX_PLUS, NodeAlgebra, Tree, TreeArbitrary, tree_field
@@ -383,3 +384,22 @@ def test_tree_is_lawful(algebra: NodeAlgebra) -> None:
 def test_tree_is_lawful_over_max_plus(algebra: NodeAlgebra) -> None:
     report = check_laws(TreeArbitrary(algebra), MAX_PLUS, max_examples=3)
     assert all(r.status in ("exact", "n/a") for r in report.results), report.table()
+
+
+@pytest.mark.parametrize("outputs", [1, 2, 3])
+def test_a_linear_map_on_a_shared_tree_applies_to_ragged_trees(outputs: int) -> None:
+    """A weight whose columns live on one shared tree, applied to a batch of other trees: each example's
+    value is refined with the weight onto their common refinement (the weight's rows are not the batch)."""
+    shared: Any = ((0.0, 0.0), (0.0, 0.0))  # the complete depth-2 tree
+    xs: list[Any] = [((1.0, 2.0), 3.0), (4.0, (5.0, (6.0, 7.0))), 8.0]
+    x = tree_field(xs, dtype=torch.float64)
+    tree = tree_field([shared]).structures[0]
+    w = torch.randn(outputs, tree.size, dtype=torch.float64)
+    b = torch.randn(outputs, dtype=torch.float64)
+    got = ap.linear(Field(w, (Vector(outputs), tree)), Field(b, (Vector(outputs),)), x).tensor
+    for i, xi in enumerate(xs):
+        one = tree_field([xi], dtype=torch.float64)
+        want = torch.stack(
+            [ap.dot(Field(w[o : o + 1], (tree,)), one).tensor[0] for o in range(outputs)]
+        ) + b  # each output: counit (zip_with mul w_o x), on the pair's refinement
+        torch.testing.assert_close(got[i], want)
