@@ -12,6 +12,7 @@ from .transformer import (
     head_structure,
 )
 from .treeformer import Readout, tree_features, treeformer
+from .triangular import TriangularLayer, TriangularMixing
 from .zoo import (
     LinearRegression,
     LogisticRegression,
@@ -39,6 +40,8 @@ __all__ = [
     "MLPRegressor",
     "Readout",
     "Transformer",
+    "TriangularLayer",
+    "TriangularMixing",
     "decoder",
     "design_matrix",
     "encoder",

@@ -33,7 +33,7 @@ def test_corpus_provenance_split_and_unigram_baseline() -> None:
     assert c.unigram_bits() == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus"])
+@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus", "triangular"])
 def test_changing_a_future_token_never_changes_an_earlier_output(kind: str) -> None:
     torch.manual_seed(0)
     model = CharLM(TINY.replace(model=kind), "abcdefgh").double()
@@ -45,7 +45,7 @@ def test_changing_a_future_token_never_changes_an_earlier_output(kind: str) -> N
     assert float((a[:, 7:] - b[:, 7:]).abs().max().detach()) > 1e-6  # and the change is seen from there on
 
 
-@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus"])
+@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus", "triangular"])
 def test_a_batch_is_memorised(kind: str) -> None:
     torch.manual_seed(0)
     model = CharLM(TINY.replace(model=kind, width=32, hidden=64), "abcdefgh")
@@ -73,3 +73,37 @@ def test_job_reports_samples_and_loads(tmp_path: Path, capsys: pytest.CaptureFix
     code = main(["--preset", "tiny", "--out", str(out), "--config", "model=bogus"])
     err = capsys.readouterr().err
     assert code == 2 and "model='bogus': must be one of" in err and len(err.strip().splitlines()) == 1
+
+
+def test_triangular_mixing_is_a_masked_running_average_per_head() -> None:
+    from applicative import Field, StructureError, Vector
+    from instances import Chebyshev
+    from models import TriangularMixing
+
+    torch.manual_seed(0)
+    mix = TriangularMixing(Vector(6), context=5, heads=2, gamma=0.5, dtype=torch.float64)
+    x = torch.randn(3, 4, 6, dtype=torch.float64)
+    got = mix(Field(x, (Vector(4), Vector(6)))).tensor
+    for h in range(2):  # the initial weights: discounted running averages, head by head, explicitly
+        for i in range(4):
+            w = torch.tensor([0.5 ** (i - j) for j in range(i + 1)], dtype=torch.float64)
+            want = (w[:, None] * x[:, : i + 1, 3 * h : 3 * h + 3]).sum(1) / w.sum()
+            torch.testing.assert_close(got[:, i, 3 * h : 3 * h + 3], want)
+    with torch.no_grad():  # learned weights above the diagonal never act
+        mix.weight.add_(torch.randn_like(mix.weight))
+    y = x.clone()
+    y[:, 2:] = 0.0
+    torch.testing.assert_close(
+        mix(Field(y, (Vector(4), Vector(6)))).tensor[:, :2], mix(Field(x, (Vector(4), Vector(6)))).tensor[:, :2]
+    )
+    with pytest.raises(StructureError, match="no order"):
+        mix(Field(torch.randn(2, 4, 6, dtype=torch.float64), (Chebyshev(4), Vector(6))))
+
+
+def test_models_have_matched_parameter_counts() -> None:
+    vocab = "".join(chr(33 + i) for i in range(100))
+    counts = {
+        k: sum(p.numel() for p in CharLM(PRESETS["default"].replace(model=k), vocab).parameters())
+        for k in ("gpt", "triangular")
+    }
+    assert abs(counts["triangular"] - counts["gpt"]) <= 0.05 * counts["gpt"], counts

@@ -1,6 +1,6 @@
 """Character-level language models from the generic parts, on text that ships with Python.
 
-``python -m examples.lm --model gpt|relu|softplus`` trains a causal decoder (see :mod:`.__main__`).
+``python -m examples.lm --model gpt|relu|softplus|triangular`` trains a causal decoder (see :mod:`.__main__`).
 """
 
 from .model import CharLM, load

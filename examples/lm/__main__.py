@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--model", help="gpt, relu or softplus (shorthand for --config model=...)")
+    p.add_argument("--model", help="gpt, relu, softplus or triangular (shorthand for --config model=...)")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/lm-MODEL)")

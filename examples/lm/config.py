@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from examples.training import validate
 
-ModelKind = Literal["gpt", "relu", "softplus"]
+ModelKind = Literal["gpt", "relu", "softplus", "triangular"]
 
 
 def _at_least(default: Any, least: float) -> Any:
@@ -21,7 +21,8 @@ class Config:
 
     Attributes:
         model: ``gpt`` (softmax attention), ``relu`` or ``softplus`` (Wortsman et al.: ``relu(s)/L``,
-            ``softplus(s)`` normalised) -- the same causal decoder otherwise.
+            ``softplus(s)`` normalised) -- the same causal decoder otherwise -- or ``triangular``
+            (Ishuov: learned lower-triangular time mixing per head in place of attention, LeakyReLU MLP).
         context, width, hidden, heads, depth: the decoder's sizes (pre-norm, learned positions, untied head).
         steps, batch, lr, warmup: AdamW with linear warm-up then cosine decay.
         eval_every, checkpoint_every, eval_batches: evaluation cadence and size (windows of the validation text).

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from applicative import Causal, Field, Normalise, ReluAttention, ScaledSoftmax, SoftplusAttention, Vector, add, mul_mmt
 from examples.training import CheckpointError, load_checkpoint
-from models import EncoderLayer, Transformer
+from models import EncoderLayer, Transformer, TriangularLayer
 
 from .config import Config, ModelKind
 
@@ -25,6 +25,8 @@ CHECKPOINT = "checkpoint.pt"
 
 def normalisation(kind: ModelKind, key_size: int) -> Normalise:
     """The causal attention normalisation of each model kind, scaled by ``1/sqrt(key size)``."""
+    if kind == "triangular":
+        raise ValueError("the triangular model mixes time without attention: it has no normalisation")
     scale = key_size**-0.5
     inner: Normalise = (
         ScaledSoftmax(scale) if kind == "gpt" else ReluAttention(scale) if kind == "relu" else SoftplusAttention(scale)
@@ -39,11 +41,17 @@ class CharLM(nn.Module):
         super().__init__()
         self.config, self.vocab = config, vocab
         v, d = Vector(len(vocab)), Vector(config.width)
-        normalise = normalisation(config.model, d.split(config.heads).size)
-        layers = [
-            EncoderLayer(d, Vector(config.hidden), config.heads, normalise=normalise, norm_first=True)
-            for _ in range(config.depth)
-        ]
+        layers: list[nn.Module]
+        if config.model == "triangular":
+            layers = [
+                TriangularLayer(d, Vector(config.hidden), config.context, config.heads) for _ in range(config.depth)
+            ]
+        else:
+            normalise = normalisation(config.model, d.split(config.heads).size)
+            layers = [
+                EncoderLayer(d, Vector(config.hidden), config.heads, normalise=normalise, norm_first=True)
+                for _ in range(config.depth)
+            ]
         self.body: Transformer[Vector, Vector] = Transformer(v, d, layers)
         self.position = nn.Parameter(0.02 * torch.randn(config.context, config.width))
 
