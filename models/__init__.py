@@ -1,6 +1,7 @@
 """Models written once over any structures: the Transformer family."""
 
 from .funcformer import Funcformer, FuncformerConfig, funcformer
+from .rnn import RNNCell, scan
 from .transformer import (
     DecoderLayer,
     EncoderDecoder,
@@ -38,6 +39,7 @@ __all__ = [
     "LogisticRegression",
     "MLPClassifier",
     "MLPRegressor",
+    "RNNCell",
     "Readout",
     "Transformer",
     "TriangularLayer",
@@ -51,6 +53,7 @@ __all__ = [
     "head_structure",
     "log_loss",
     "probabilities",
+    "scan",
     "squared_error",
     "tree_features",
     "treeformer",
