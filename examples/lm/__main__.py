@@ -15,12 +15,11 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import torch
 
 from examples.training import (
-    Interrupted,
+    Parser,
     RunDir,
     UserError,
     check_batch,
@@ -28,8 +27,8 @@ from examples.training import (
     describe,
     device_of,
     override,
+    run_cli,
     setup,
-    teardown,
 )
 
 from . import data, train
@@ -39,13 +38,8 @@ from .model import CHECKPOINT
 PROG = "python -m examples.lm"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UserError(message)
-
-
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
-    p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--model", help="gpt, relu, softplus or triangular (shorthand for --config model=...)")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
@@ -115,16 +109,7 @@ def run(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
-    try:
-        return run(argv)
-    except UserError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(f"\n{e}; rerun the same command to resume", file=sys.stderr)
-        return 128 + e.signum
-    finally:
-        teardown()
+    return run_cli(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

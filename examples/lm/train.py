@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from examples.training import SINGLE, Ranks, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
@@ -101,17 +100,6 @@ class LMTask:
         restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
-@dataclass
-class Trained:
-    """A finished (or stopped) run."""
-
-    model: CharLM
-    step: int
-    history: list[dict[str, float]] = field(default_factory=list)
-    elapsed: float = 0.0
-    resumed_from: int | None = None
-
-
 def train(
     config: Config,
     corpus: Corpus,
@@ -122,7 +110,7 @@ def train(
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
     ranks: Ranks = SINGLE,
-) -> Trained:
+) -> Trained[CharLM]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps`` (or ``stop_after``)."""
     task = LMTask(config, corpus, torch.device(device), ranks)
     run = fit(
@@ -138,4 +126,4 @@ def train(
         fix="try a smaller --config lr=",
         ranks=ranks,
     )
-    return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)
+    return Trained.of(task.model, run)

@@ -26,16 +26,15 @@ from pathlib import Path
 import torch
 
 from examples.training import (
-    Interrupted,
+    Parser,
     RunDir,
-    UserError,
     check_batch,
     check_resume,
     describe,
     device_of,
     override,
+    run_cli,
     setup,
-    teardown,
 )
 from examples.training.speed import check_amp
 
@@ -45,7 +44,7 @@ from .config import PRESETS, Config
 
 def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--config`` and ``--steps`` overrides, validated) and the other options."""
-    p = argparse.ArgumentParser(prog="python -m examples.poisson", description=__doc__.split("\n")[0])
+    p = Parser(prog="python -m examples.poisson", description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--steps", help="shorthand for --config steps=N")
@@ -132,16 +131,7 @@ def run(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
-    try:
-        return run(argv)
-    except UserError as e:
-        print(f"python -m examples.poisson: error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(f"\n{e}; rerun the same command to resume", file=sys.stderr)
-        return 128 + e.signum
-    finally:
-        teardown()
+    return run_cli("python -m examples.poisson", lambda: run(argv))
 
 
 if __name__ == "__main__":

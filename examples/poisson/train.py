@@ -10,7 +10,6 @@ A run extended past its first ``steps`` keeps the one-cycle schedule's final lea
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 from examples.training.speed import autocast, check_amp, compiled
@@ -117,17 +116,6 @@ def build(
     return PoissonTask(config, splits, device, ranks, compile=compile, amp=amp)
 
 
-@dataclass
-class Trained:
-    """A finished (or stopped) run: the model and where the loop stands."""
-
-    model: PoissonModel
-    step: int
-    history: list[dict[str, float]] = field(default_factory=list)
-    elapsed: float = 0.0
-    resumed_from: int | None = None
-
-
 def train(
     config: Config,
     splits: data.Splits,
@@ -140,7 +128,7 @@ def train(
     ranks: Ranks = SINGLE,
     compile: bool = False,
     amp: bool = False,
-) -> Trained:
+) -> Trained[PoissonModel]:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
@@ -160,4 +148,4 @@ def train(
         fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
         ranks=ranks,
     )
-    return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)
+    return Trained.of(task.model, run)

@@ -14,10 +14,11 @@ Every user error is a :class:`UserError`: one line at the command line, never a 
 """
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .cli import Parser, run_cli
 from .config import ConfigError, describe, override, validate
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
-from .loop import Diverged, Interrupted, Record, Task, check_resume, fit
+from .loop import Diverged, Interrupted, Record, Task, Trained, check_resume, fit
 from .rundir import RunDir, RunDirError
 
 __all__ = [
@@ -26,11 +27,13 @@ __all__ = [
     "ConfigError",
     "Diverged",
     "Interrupted",
+    "Parser",
     "Ranks",
     "Record",
     "RunDir",
     "RunDirError",
     "Task",
+    "Trained",
     "UserError",
     "check_batch",
     "check_resume",
@@ -39,6 +42,7 @@ __all__ = [
     "fit",
     "load_checkpoint",
     "override",
+    "run_cli",
     "save_checkpoint",
     "setup",
     "teardown",

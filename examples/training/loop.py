@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor
@@ -33,6 +33,7 @@ from .distributed import SINGLE, Ranks
 from .errors import UserError
 
 CHECKPOINT = "checkpoint.pt"
+M = TypeVar("M")
 #: a history row: ``{"step": 250, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}``
 Record = dict[str, float]
 
@@ -69,6 +70,21 @@ class Progress:
     elapsed: float = 0.0
     resumed_from: int | None = None
     saved: int | None = None  # the step of the last checkpoint on disk
+
+
+@dataclass
+class Trained(Generic[M]):
+    """A finished (or stopped) run: its model and where the loop stood."""
+
+    model: M
+    step: int
+    history: list[Record] = field(default_factory=list)
+    elapsed: float = 0.0
+    resumed_from: int | None = None
+
+    @classmethod
+    def of(cls, model: M, run: Progress) -> Trained[M]:
+        return cls(model, run.step, run.history, run.elapsed, run.resumed_from)
 
 
 class Interrupted(KeyboardInterrupt):

@@ -26,12 +26,12 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 
 from examples.training import (
-    Interrupted,
+    Parser,
     RunDir,
     UserError,
     check_batch,
@@ -39,8 +39,8 @@ from examples.training import (
     describe,
     device_of,
     override,
+    run_cli,
     setup,
-    teardown,
 )
 
 from . import data, train
@@ -49,16 +49,9 @@ from .config import MODELS, PRESETS, Config, ModelKind
 PROG = "python -m examples.tree_listops"
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose complaints are :class:`UserError` s (one line, exit status 2), like every other."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(message)
-
-
 def parse(argv: list[str] | None = None) -> tuple[Config, list[ModelKind], argparse.Namespace]:
     """The config (preset, then ``--config`` items, then ``--FIELD`` options; validated), the models, the rest."""
-    p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     for f in dataclasses.fields(Config):
@@ -162,20 +155,7 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
-    try:
-        run(argv)
-    except UserError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(f"\n{e}; rerun the same command to resume", file=sys.stderr)
-        return 128 + e.signum
-    except KeyboardInterrupt:  # outside a training loop (data, evaluation): the checkpoints on disk are whole
-        print("\ninterrupted outside training; rerun the same command to resume", file=sys.stderr)
-        return 130
-    finally:
-        teardown()
-    return 0
+    return run_cli(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
@@ -105,17 +104,6 @@ def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device,
     return ListOpsTask(config, kind, splits, device, ranks)
 
 
-@dataclass
-class Trained:
-    """A finished (or stopped) run: the model and where the loop stands."""
-
-    model: ListOpsModel
-    step: int
-    history: list[dict[str, float]] = field(default_factory=list)
-    elapsed: float = 0.0
-    resumed_from: int | None = None
-
-
 def train(
     config: Config,
     kind: ModelKind,
@@ -127,7 +115,7 @@ def train(
     stop_after: int | None = None,
     on_step: Callable[[Progress], None] | None = None,
     ranks: Ranks = SINGLE,
-) -> Trained:
+) -> Trained[ListOpsModel]:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
@@ -147,4 +135,4 @@ def train(
         fix="try a smaller --lr",
         ranks=ranks,
     )
-    return Trained(task.model, run.step, run.history, run.elapsed, run.resumed_from)
+    return Trained.of(task.model, run)
