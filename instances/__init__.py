@@ -1,4 +1,5 @@
-"""Structures and rings: vectors, Chebyshev series, trees, distributions, padded sequences; tropical semirings.
+"""Structures and rings: vectors, Chebyshev series, trees, distributions, quantum states, padded sequences;
+tropical, log and complex semirings.
 
 Each structure module writes only its contract (:mod:`applicative._structure`);
 the law checker's arbitraries live in modules of their own beside it, which
@@ -8,29 +9,50 @@ import the structure (never the other way round).
 from ._chebarbitrary import ChebyshevArbitrary
 from ._distribution_arbitrary import DistributionArbitrary
 from ._padded_arbitrary import PaddedArbitrary
+from ._product_arbitrary import ProductArbitrary
+from ._quantum_arbitrary import QuantumArbitrary
 from ._tree_arbitrary import TreeArbitrary
 from .chebyshev import Chebyshev, CoefficientSoftmax
-from .distribution import Distribution
+from .continuous import gaussian_mixture, normal_points, quadrature
+from .distribution import Distribution, Product, product, pushforward
+from .expression import Expressions, by_op
 from .padded import Padded
-from .rings import MAX_PLUS, MIN_PLUS, MaxPlus, MinPlus
+from .quantum import Quantum
+from .rings import COMPLEX, LOG, MAX_PLUS, MIN_PLUS, Complex, LogSemiring, MaxPlus, MinPlus, RealPartSoftmax
 from .tree import NodeAlgebra, Tree, tree_field
 from .vector import Vector
 
 __all__ = [
+    "COMPLEX",
+    "LOG",
     "MAX_PLUS",
     "MIN_PLUS",
     "Chebyshev",
     "ChebyshevArbitrary",
     "CoefficientSoftmax",
+    "Complex",
     "Distribution",
     "DistributionArbitrary",
+    "Expressions",
+    "LogSemiring",
     "MaxPlus",
     "MinPlus",
     "NodeAlgebra",
     "Padded",
     "PaddedArbitrary",
+    "Product",
+    "ProductArbitrary",
+    "Quantum",
+    "QuantumArbitrary",
+    "RealPartSoftmax",
     "Tree",
     "TreeArbitrary",
     "Vector",
+    "by_op",
+    "gaussian_mixture",
+    "normal_points",
+    "product",
+    "pushforward",
+    "quadrature",
     "tree_field",
 ]

@@ -1,6 +1,9 @@
 """Models written once over any structures: the Transformer family."""
 
-from .funcformer import Funcformer, FuncformerConfig, funcformer
+from .crossmodal import CrossModal, CrossModalConfig
+from .diagram import Diagram, diagram, render
+from .funcformer import Funcformer, FuncformerConfig, SeparableLinear, funcformer, unit_scaled
+from .ipa import IPAColumn, IPALayer, IPARow
 from .rnn import RNNCell, scan
 from .transformer import (
     DecoderLayer,
@@ -12,6 +15,7 @@ from .transformer import (
     encoder,
     head_structure,
 )
+from .treefold import NodeCell, TreeFold
 from .treeformer import Readout, tree_features, treeformer
 from .triangular import TriangularLayer, TriangularMixing
 from .zoo import (
@@ -29,23 +33,33 @@ from .zoo import (
 )
 
 __all__ = [
+    "CrossModal",
+    "CrossModalConfig",
     "DecoderLayer",
+    "Diagram",
     "EncoderDecoder",
     "EncoderLayer",
     "EncoderStack",
     "Funcformer",
     "FuncformerConfig",
+    "IPAColumn",
+    "IPALayer",
+    "IPARow",
     "LinearRegression",
     "LogisticRegression",
     "MLPClassifier",
     "MLPRegressor",
+    "NodeCell",
     "RNNCell",
     "Readout",
+    "SeparableLinear",
     "Transformer",
+    "TreeFold",
     "TriangularLayer",
     "TriangularMixing",
     "decoder",
     "design_matrix",
+    "diagram",
     "encoder",
     "fit_lbfgs",
     "fit_least_squares",
@@ -53,9 +67,11 @@ __all__ = [
     "head_structure",
     "log_loss",
     "probabilities",
+    "render",
     "scan",
     "squared_error",
     "tree_features",
     "treeformer",
+    "unit_scaled",
     "weight_norm2",
 ]

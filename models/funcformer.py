@@ -22,6 +22,11 @@ embedding: attention has no other way to know *where* a coefficient row sits, an
 :math:`\Delta^{-1}` needs it (FNO appends the grid coordinates for the same reason; Li et al. 2020).
 
 There is no attention or MLP code here: only the choice of structures.
+
+For a *linear* operator (Poisson's :math:`\Delta^{-1}`), :class:`SeparableLinear` is the linear path a
+model adds beside the Transformer: :math:`u \mapsto \sum_{r<R} A_r u B_r^T` on the coefficient matrix, a
+sum of ``R`` products of integral operators along ``x`` and along ``y`` (exactly linear, hence
+scale-equivariant), and :func:`unit_scaled` makes any operator positively homogeneous of degree one.
 """
 
 from __future__ import annotations
@@ -137,6 +142,49 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
 
     def __call__(self, u: Field[X, Y]) -> Field[X, Y]:
         return cast("Field[X, Y]", super().__call__(u))
+
+
+class SeparableLinear(nn.Module):
+    r"""``u ↦ Σ_{r<R} A_r u B_rᵀ``: coefficients ``(..., m, m')`` -> ``(..., p, p')``, exactly linear.
+
+    Each term is an integral operator along each axis (a coefficient-space matrix is the operator with
+    kernel ``A W⁻¹``); ``R`` terms represent any operator whose rearranged matrix has rank ``≤ R``
+    (for ``Δ⁻¹`` on the square its singular values fall by about 5x per term). Parameters ``a``
+    ``(R, p, m)`` and ``b`` ``(R, p', m')``.
+    """
+
+    def __init__(
+        self,
+        inp: tuple[int, int],
+        out: tuple[int, int],
+        rank: int,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        if rank < 1 or min(*inp, *out) < 1:
+            raise ValueError(f"SeparableLinear needs rank >= 1 and positive sizes, got rank={rank}, {inp} -> {out}")
+        self.inp, self.out, self.rank = inp, out, rank
+        kw = {"dtype": dtype, "device": device}
+        self.a = nn.Parameter(torch.randn(rank, out[0], inp[0], **kw) / inp[0])  # type: ignore[arg-type]
+        self.b = nn.Parameter(torch.randn(rank, out[1], inp[1], **kw) / inp[1])  # type: ignore[arg-type]
+
+    def forward(self, u: Tensor) -> Tensor:
+        if u.shape[-2:] != self.inp:
+            raise ValueError(
+                f"SeparableLinear: expected coefficients (..., {self.inp[0]}, {self.inp[1]}), got {tuple(u.shape)}"
+            )
+        return torch.einsum("rik,...kl,rjl->...ij", self.a, u, self.b)
+
+
+def unit_scaled(op: Callable[[Tensor], Tensor], u: Tensor, norm: Tensor) -> Tensor:
+    """``‖u‖ · op(u / ‖u‖)``: positively homogeneous of degree one for any ``op`` (``0`` for ``u = 0``).
+
+    ``norm`` ``(...)`` holds ``‖u‖`` per example (any norm); ``u`` is ``(..., m, m')``.
+    """
+    n = norm[..., None, None]
+    return op(u / torch.where(n > 0, n, torch.ones_like(n))) * n
 
 
 def funcformer(

@@ -43,7 +43,11 @@ class RNNCell(nn.Module, Generic[X, H]):
         self.input: Linear[X, H] = Linear(inp, state, dtype=dtype)
 
     def forward(self, h: Field[H], x: Field[X]) -> Field[H]:
-        return pointwise(self.activation, add(self.recurrent(h), self.input(x)))
+        return self.step(h, self.input(x))
+
+    def step(self, h: Field[H], drive: Field[H]) -> Field[H]:
+        """``σ(W h + drive)`` for a precomputed ``drive = U x + b`` (a scan computes it for all steps at once)."""
+        return pointwise(self.activation, add(self.recurrent(h), drive))
 
     def __call__(self, h: Field[H], x: Field[X]) -> Field[H]:
         return cast("Field[H]", super().__call__(h, x))
@@ -60,8 +64,9 @@ def scan(cell: RNNCell[X, H], x: Field[S, X], h0: Field[H] | None = None) -> Fie
     if h0 is None:
         zero = x.tensor.new_zeros(batch)
         h0 = Field(cell.state.pure(zero, -1), (cell.state,), x.ring)
+    drive = cell.input(x).tensor  # U x_t + b for every t in one map: only W h is sequential
     h, states = h0, []
     for t in range(seq.size):
-        h = cell(h, Field(x.tensor[..., t, :], (cell.inp,), x.ring))
+        h = cell.step(h, Field(drive[..., t, :], (cell.state,), x.ring))
         states.append(h.tensor)
     return cast("Field[S, H]", Field(torch.stack(states, -2), (seq, cell.state), x.ring))

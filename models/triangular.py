@@ -58,9 +58,11 @@ class TriangularMixing(nn.Module):
         if t > self.context:
             raise StructureError(f"TriangularMixing: {seq!r} is longer than the context {self.context}")
         past = cast(torch.Tensor, self.past)[:t, :t]
-        w = Field(torch.where(past, self.weight[:, :t, :t], 0.0), (seq, seq))  # batch: heads
+        per_head = seq.unsqueeze_batch(-1)  # heads become a batch axis (after any per-example batch of seq)
+        m = torch.where(past, self.weight[:, :t, :t], 0.0).expand(*x.tensor.shape[:-2], self.heads, t, t)
+        w = Field(m, (per_head, per_head))
         heads = x.tensor.reshape(*x.tensor.shape[:-1], self.heads, self.head.size).transpose(-2, -3)  # (..., h, T, dh)
-        y = mul_mm(w, Field(heads, (seq, self.head)))  # y_i = Σ_{j<=i} M_ij x_j, per head
+        y = mul_mm(w, Field(heads, (per_head, self.head)))  # y_i = Σ_{j<=i} M_ij x_j, per head
         return x.with_tensor(y.tensor.transpose(-2, -3).flatten(-2))
 
 

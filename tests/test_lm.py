@@ -19,6 +19,7 @@ from examples.lm.config import PRESETS
 from examples.lm.model import CharLM
 
 TINY = PRESETS["tiny"]
+KINDS = ["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
 
 
 def test_corpus_provenance_split_and_unigram_baseline() -> None:
@@ -33,7 +34,7 @@ def test_corpus_provenance_split_and_unigram_baseline() -> None:
     assert c.unigram_bits() == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus", "triangular"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_changing_a_future_token_never_changes_an_earlier_output(kind: str) -> None:
     torch.manual_seed(0)
     model = CharLM(TINY.replace(model=kind), "abcdefgh").double()
@@ -45,7 +46,7 @@ def test_changing_a_future_token_never_changes_an_earlier_output(kind: str) -> N
     assert float((a[:, 7:] - b[:, 7:]).abs().max().detach()) > 1e-6  # and the change is seen from there on
 
 
-@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus", "triangular"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_batch_is_memorised(kind: str) -> None:
     torch.manual_seed(0)
     model = CharLM(TINY.replace(model=kind, width=32, hidden=64), "abcdefgh")
@@ -102,8 +103,45 @@ def test_triangular_mixing_is_a_masked_running_average_per_head() -> None:
 
 def test_models_have_matched_parameter_counts() -> None:
     vocab = "".join(chr(33 + i) for i in range(100))
-    counts = {
-        k: sum(p.numel() for p in CharLM(PRESETS["default"].replace(model=k), vocab).parameters())
-        for k in ("gpt", "triangular")
-    }
-    assert abs(counts["triangular"] - counts["gpt"]) <= 0.05 * counts["gpt"], counts
+    default = PRESETS["default"]
+    counts = {k: sum(p.numel() for p in CharLM(default.replace(model=k), vocab).parameters()) for k in KINDS}
+    for k, n in counts.items():
+        assert abs(n - counts["gpt"]) <= 0.05 * counts["gpt"], (k, counts)
+    # the GPT's count by hand: embed + positions + per layer (2 norms, q/k/v/out with biases, the MLP) + norm + head
+    d, h, v, t, layers = default.width, default.hidden, 100, default.context, default.depth
+    per_layer = 4 * d + (4 * d * d + 4 * d) + (2 * d * h + h + d)
+    assert counts["gpt"] == v * d + t * d + layers * per_layer + 2 * d + d * v
+    # the RNN's by hand at its matched state size: input map and bias, recurrent map, norm, head
+    s = CharLM(default.replace(model="rnn"), vocab).size
+    assert counts["rnn"] == v * s + s + s * s + 2 * s + s * v
+
+
+@pytest.mark.parametrize("kind", ["gpt", "relu", "softplus", "triangular", "ipa"])
+def test_each_block_runs_on_functions_over_ragged_sequences(kind: str) -> None:
+    """Every block on a Chebyshev model structure (features are functions) over a Padded sequence: a sequence
+    padded to 6 gives, at its own positions, what it gives alone, and the future never reaches the past."""
+    from applicative import Field, Vector
+    from examples.lm.model import normalisation
+    from instances import Chebyshev, Padded
+    from models import EncoderLayer, IPALayer, TriangularLayer
+
+    torch.manual_seed(0)
+    d, hidden = Chebyshev(8), Chebyshev(16)
+    block: torch.nn.Module
+    if kind == "triangular":
+        block = TriangularLayer(d, hidden, context=6, heads=2, dtype=torch.float64)
+    elif kind == "ipa":
+        block = IPALayer(d, d.split(2), column_centres=2, row_centres=2, dtype=torch.float64)
+    else:
+        norm = normalisation(kind, d.split(2).size)  # type: ignore[arg-type]
+        block = EncoderLayer(d, hidden, 2, normalise=norm, norm_first=True, dtype=torch.float64)
+    lengths = [6, 2, 4]
+    x = torch.randn(3, 6, 8, dtype=torch.float64)
+    got = block(Field(x, (Padded(6, lengths), d))).tensor
+    for b, n in enumerate(lengths):
+        torch.testing.assert_close(got[b, :n], block(Field(x[b : b + 1, :n], (Vector(n), d))).tensor[0])
+    y = x.clone()
+    y[:, 3:] += 1.0
+    torch.testing.assert_close(
+        block(Field(y, (Vector(6), d))).tensor[:, :3], block(Field(x, (Vector(6), d))).tensor[:, :3]
+    )

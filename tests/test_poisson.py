@@ -158,7 +158,7 @@ TINY = PRESETS["tiny"]
 
 def test_short_training_reduces_loss() -> None:
     cfg = TINY.replace(steps=40, lr=1e-2, eval_every=20)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     state = train.build(cfg, splits, torch.device("cpu"))
     before = float(train.errors(state.model, splits.test, torch.device("cpu")).mean())
     state = train.train(cfg, splits, None, progress=False)
@@ -169,7 +169,7 @@ def test_short_training_reduces_loss() -> None:
 def test_divergence_stops_with_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A step size far too large (no clipping) blows up; training says so instead of writing NaN checkpoints."""
     cfg = TINY.replace(lr=1e30, clip=0.0, warmup=0.0, eval_every=5, checkpoint_every=1)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     with pytest.raises(FloatingPointError, match="diverged at step"):
         train.train(cfg, splits, tmp_path, progress=False)
     kept = torch.load(tmp_path / train.CHECKPOINT, weights_only=True)
@@ -179,7 +179,7 @@ def test_divergence_stops_with_a_clear_error(tmp_path) -> None:  # type: ignore[
 def test_clipping_bounds_the_step() -> None:
     """With ``clip`` the first step's update is at most lr per parameter (Adam) and gradients are clipped."""
     cfg = TINY.replace(steps=1, clip=1e-3, warmup=0.0)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     state = train.train(cfg, splits, None, progress=False)
     norm = torch.sqrt(sum(p.grad.square().sum() for p in state.model.parameters() if p.grad is not None))
     assert float(norm) <= 1e-3 * (1 + 1e-5)
@@ -187,7 +187,7 @@ def test_clipping_bounds_the_step() -> None:
 
 def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = TINY.replace(checkpoint_every=7)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     straight = train.train(cfg, splits, tmp_path / "a", progress=False)
 
     def ctrl_c(state: Progress) -> None:
@@ -250,13 +250,25 @@ def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) ->
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["steps"] == 4 and report["parameters"] > 0
     assert set(report["held_out_relative_l2"]) == {"mean", "median", "max"}
-    assert "OOD relative L2" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "OOD relative L2" in out and "modes32" in out  # and the generalisation table
+    assert set(report["families"]) == {
+        "decaying",
+        "ood",
+        "flat",
+        "rising",
+        "sines",
+        "polynomials",
+        "amplitudes",
+        "modes24",
+        "modes32",
+    }
 
     # the figure shows the worst held-out sample: its source, its exact solution, the trained model's prediction
     [((f, g, pred, path, points, kw), drawn)] = calls
     assert path == tmp_path / "poisson.png"
     cfg = TINY.replace(steps=4)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     model = train.train(cfg, splits, tmp_path, progress=False).model  # the finished run, from its checkpoint
     errs = train.errors(model, splits.test, torch.device("cpu"))
     i = int(errs.argmax())

@@ -251,7 +251,7 @@ def test_two_processes_take_the_steps_of_one_and_resume_across_process_counts(tm
         torch.testing.assert_close(two[k], one[k], rtol=1e-12, atol=1e-12, msg=k)
     assert not torch.equal(one["net.position"], PoissonModel(cfg).state_dict()["net.position"])  # it trained
 
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     train.train(cfg, splits, tmp_path / "mixed", progress=False, stop_after=3)  # one process, to step 3
     _torchrun(tmp_path / "mixed", 6)  # two processes, from step 3 to 6
     mixed = _weights(tmp_path / "mixed")

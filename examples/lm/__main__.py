@@ -3,7 +3,7 @@
 Examples::
 
     python -m examples.lm                          # GPT, default preset (a few minutes on 2 CPU cores)
-    python -m examples.lm --model relu --out runs/lm-relu
+    python -m examples.lm --model ipa --out runs/lm-ipa     # or relu, softplus, triangular, rnn
     python -m examples.lm --preset tiny --steps 50
     torchrun --standalone --nproc_per_node=2 -m examples.lm
 """
@@ -41,7 +41,7 @@ PROG = "python -m examples.lm"
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--model", help="gpt, relu, softplus or triangular (shorthand for --config model=...)")
+    p.add_argument("--model", help="gpt, ipa, relu, softplus, triangular or rnn (shorthand for --config model=...)")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/lm-MODEL)")

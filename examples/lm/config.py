@@ -6,13 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from examples.training import validate
+from examples.training import at_least, validate
 
-ModelKind = Literal["gpt", "relu", "softplus", "triangular"]
-
-
-def _at_least(default: Any, least: float) -> Any:
-    return field(default=default, metadata={"min": least})
+ModelKind = Literal["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +18,11 @@ class Config:
     Attributes:
         model: ``gpt`` (softmax attention), ``relu`` or ``softplus`` (Wortsman et al.: ``relu(s)/L``,
             ``softplus(s)`` normalised) -- the same causal decoder otherwise -- or ``triangular``
-            (Ishuov: learned lower-triangular time mixing per head in place of attention, LeakyReLU MLP).
+            (Ishuov: learned lower-triangular time mixing per head in place of attention, LeakyReLU MLP),
+            ``ipa`` (Shamsi et al.: iterated piecewise-affine column and row operations; ``heads`` centres
+            of rank ``width // heads`` per column operation, ``hidden // width`` radial centres per row
+            operation, its own width chosen to match the GPT's parameter count) or ``rnn`` (a tanh
+            recurrence whose state size is chosen to match the GPT's parameter count).
         context, width, hidden, heads, depth: the decoder's sizes (pre-norm, learned positions, untied head).
         steps, batch, lr, warmup: AdamW with linear warm-up then cosine decay.
         eval_every, checkpoint_every, eval_batches: evaluation cadence and size (windows of the validation text).
@@ -30,21 +30,21 @@ class Config:
     """
 
     model: ModelKind = "gpt"
-    context: int = _at_least(64, 2)
-    width: int = _at_least(64, 1)
-    hidden: int = _at_least(256, 1)
-    heads: int = _at_least(4, 1)
-    depth: int = _at_least(2, 1)
-    steps: int = _at_least(2000, 1)
-    batch: int = _at_least(32, 1)
+    context: int = at_least(64, 2)
+    width: int = at_least(64, 1)
+    hidden: int = at_least(256, 1)
+    heads: int = at_least(4, 1)
+    depth: int = at_least(2, 1)
+    steps: int = at_least(2000, 1)
+    batch: int = at_least(32, 1)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
-    warmup: int = _at_least(100, 0)
-    clip: float = _at_least(1.0, 0.0)
-    eval_every: int = _at_least(250, 1)
-    checkpoint_every: int = _at_least(250, 1)
-    eval_batches: int = _at_least(8, 1)
-    limit: int = _at_least(0, 0)
-    seed: int = _at_least(0, 0)
+    warmup: int = at_least(100, 0)
+    clip: float = at_least(1.0, 0.0)
+    eval_every: int = at_least(250, 1)
+    checkpoint_every: int = at_least(250, 1)
+    eval_batches: int = at_least(8, 1)
+    limit: int = at_least(0, 0)
+    seed: int = at_least(0, 0)
 
     def __post_init__(self) -> None:
         validate(

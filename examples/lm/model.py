@@ -1,9 +1,15 @@
-"""The character-level decoder: the generic Transformer parts with a causal normalisation.
+"""The character-level models: the generic parts with a causal normalisation, or a recurrence.
 
 ``logits = unembed . norm . layers . (embed(one_hot(tokens)) + position)`` on ``Vector(T) x Vector(vocab)``:
 pre-norm :class:`models.EncoderLayer` blocks whose attention is ``Causal(ScaledSoftmax)`` (GPT),
-``Causal(ReluAttention)`` or ``Causal(SoftplusAttention)`` -- no attention or MLP code here. Learned
-positions; the output head is untied from the embedding.
+``Causal(ReluAttention)`` or ``Causal(SoftplusAttention)`` -- no attention or MLP code here --, or
+:class:`models.TriangularLayer` / :class:`models.IPALayer` blocks in their place. Learned positions;
+the output head is untied from the embedding. The ``rnn`` kind is ``unembed . norm . scan cell`` with
+the one-hot characters as the cell's input (its input map is the embedding).
+
+Kinds whose natural sizes give another parameter count (IPA: ``P_row`` full maps per row operation;
+the RNN: one square recurrent map) get the width (state size) whose count is nearest the GPT's
+(:func:`matched_size`), so that every kind has the GPT's parameters within a few percent.
 """
 
 from __future__ import annotations
@@ -14,9 +20,21 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor, nn
 
-from applicative import Causal, Field, Normalise, ReluAttention, ScaledSoftmax, SoftplusAttention, Vector, add, mul_mmt
+from applicative import (
+    Causal,
+    Field,
+    LayerNorm,
+    Linear,
+    Normalise,
+    ReluAttention,
+    ScaledSoftmax,
+    SoftplusAttention,
+    Vector,
+    add,
+    mul_mmt,
+)
 from examples.training import CheckpointError, load_checkpoint
-from models import EncoderLayer, Transformer, TriangularLayer
+from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
 
 from .config import Config, ModelKind
 
@@ -25,8 +43,8 @@ CHECKPOINT = "checkpoint.pt"
 
 def normalisation(kind: ModelKind, key_size: int) -> Normalise:
     """The causal attention normalisation of each model kind, scaled by ``1/sqrt(key size)``."""
-    if kind == "triangular":
-        raise ValueError("the triangular model mixes time without attention: it has no normalisation")
+    if kind not in ("gpt", "relu", "softplus"):
+        raise ValueError(f"the {kind} model mixes time without attention: it has no normalisation")
     scale = key_size**-0.5
     inner: Normalise = (
         ScaledSoftmax(scale) if kind == "gpt" else ReluAttention(scale) if kind == "relu" else SoftplusAttention(scale)
@@ -34,18 +52,48 @@ def normalisation(kind: ModelKind, key_size: int) -> Normalise:
     return Causal(inner)
 
 
-class CharLM(nn.Module):
-    """Next-character logits ``(batch, T, vocab)`` for token ids ``(batch, T)``, ``T <= context``."""
+def parameters_of(config: Config, vocab: int, size: int | None = None) -> int:
+    """The parameter count of the ``config.model`` kind at width (state size) ``size``, built on the meta device."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in CharLM(config, "x" * vocab, size).parameters())
 
-    def __init__(self, config: Config, vocab: str) -> None:
+
+def matched_size(config: Config, vocab: int) -> int:
+    """The width (``ipa``) or state size (``rnn``) whose parameter count is nearest the GPT's: ``config.width`` else."""
+    if config.model not in ("ipa", "rnn"):
+        return config.width
+    target = parameters_of(config.replace(model="gpt"), vocab)
+    lo, hi = 1, 16 * config.width  # the count grows with the size: bisect for the first size reaching the target
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if parameters_of(config, vocab, mid) < target else (lo, mid)
+    return min((lo - 1, lo), key=lambda n: abs(parameters_of(config, vocab, n) - target) if n >= 1 else target)
+
+
+class CharLM(nn.Module):
+    """Next-character logits ``(batch, T, vocab)`` for token ids ``(batch, T)``, ``T <= context``.
+
+    ``size`` overrides the width (``ipa``) or the state size (``rnn``); by default it is :func:`matched_size`.
+    """
+
+    def __init__(self, config: Config, vocab: str, size: int | None = None) -> None:
         super().__init__()
         self.config, self.vocab = config, vocab
-        v, d = Vector(len(vocab)), Vector(config.width)
+        self.size = size if size is not None else matched_size(config, len(vocab))
+        v, d = Vector(len(vocab)), Vector(self.size)
+        if config.model == "rnn":
+            self.cell: RNNCell[Vector, Vector] = RNNCell(v, d)
+            self.norm: LayerNorm[Vector] = LayerNorm(d)
+            self.unembed: Linear[Vector, Vector] = Linear(d, v, bias=False)
+            return
         layers: list[nn.Module]
         if config.model == "triangular":
             layers = [
                 TriangularLayer(d, Vector(config.hidden), config.context, config.heads) for _ in range(config.depth)
             ]
+        elif config.model == "ipa":
+            rank, row_centres = Vector(config.width // config.heads), max(1, config.hidden // config.width)
+            layers = [IPALayer(d, rank, config.heads, row_centres) for _ in range(config.depth)]
         else:
             normalise = normalisation(config.model, d.split(config.heads).size)
             layers = [
@@ -53,14 +101,18 @@ class CharLM(nn.Module):
                 for _ in range(config.depth)
             ]
         self.body: Transformer[Vector, Vector] = Transformer(v, d, layers)
-        self.position = nn.Parameter(0.02 * torch.randn(config.context, config.width))
+        self.position = nn.Parameter(0.02 * torch.randn(config.context, self.size))
 
     def forward(self, tokens: Tensor) -> Tensor:
         t = tokens.shape[-1]
         if t > self.config.context:
             raise ValueError(f"CharLM: {t} tokens exceed the context of {self.config.context}")
-        v, d, seq = self.body.features, self.body.model, Vector(t)
-        x = Field(nnf.one_hot(tokens, len(self.vocab)).to(self.position.dtype), (seq, v))
+        v, seq = Vector(len(self.vocab)), Vector(t)
+        dtype = next(self.parameters()).dtype
+        x = Field(nnf.one_hot(tokens, len(self.vocab)).to(dtype), (seq, v))
+        if self.config.model == "rnn":
+            return mul_mmt(self.unembed.weight_field, self.norm(scan(self.cell, x))).tensor
+        d = self.body.model
         h = add(mul_mmt(self.body.embed.weight_field, x), Field(self.position[:t].expand(*tokens.shape, -1), (seq, d)))
         for layer in self.body.layers:
             h = layer(h)

@@ -113,23 +113,44 @@ class Splits:
     ood: PoissonData
 
 
-def splits(n_train: int, n_test: int, seed: int = 0, n: int = 16, cache: Path | None = None) -> Splits:
+def splits(
+    n_train: int, n_test: int, seed: int = 0, n: int = 16, cache: Path | None = None, sources: str = "decaying"
+) -> Splits:
     """Train / held-out test (same distribution, disjoint seeds) / out-of-distribution sets.
 
-    With ``cache``, the tensors are saved there (``torch.save``) and reloaded when the arguments match.
+    ``sources``: the training (and held-out) law, ``"decaying"`` (:data:`IN_DISTRIBUTION`) or ``"mixed"``
+    (:func:`examples.poisson.families.training_sources`). With ``cache``, the tensors are saved there
+    (``torch.save``) and reloaded when the arguments match.
     """
-    key = f"poisson_n{n}_tr{n_train}_te{n_test}_s{seed}.pt"
+    if sources not in ("decaying", "mixed"):
+        raise ValueError(f"splits: sources must be 'decaying' or 'mixed', got {sources!r}")
+    tag = "" if sources == "decaying" else f"_{sources}"
+    key = f"poisson_n{n}_tr{n_train}_te{n_test}_s{seed}{tag}.pt"
     path = None if cache is None else cache / key
     if path is not None and path.exists():
         blob = torch.load(path)
         return Splits(*(PoissonData(*blob[name]) for name in ("train", "test", "ood")))
     ind = SourceSpec(n=n, active=IN_DISTRIBUTION.active * n // 16, rho=IN_DISTRIBUTION.rho ** (16 / n))
     ood = SourceSpec(n=n, active=n, rho=OUT_OF_DISTRIBUTION.rho ** (16 / n))
-    out = Splits(
-        make(ind, n_train, seed=3 * seed),
-        make(ind, n_test, seed=3 * seed + 1),
-        make(ood, n_test, seed=3 * seed + 2),
-    )
+    if sources == "mixed":
+        from .families import training_sources
+
+        solver = PoissonSolver(48)
+        train, test = (
+            training_sources(count, torch.Generator().manual_seed(3 * seed + i), n)
+            for i, count in ((0, n_train), (1, n_test))
+        )
+        out = Splits(
+            PoissonData(train, solver.solve(train)),
+            PoissonData(test, solver.solve(test)),
+            make(ood, n_test, 3 * seed + 2),
+        )
+    else:
+        out = Splits(
+            make(ind, n_train, seed=3 * seed),
+            make(ind, n_test, seed=3 * seed + 1),
+            make(ood, n_test, seed=3 * seed + 2),
+        )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

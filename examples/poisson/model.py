@@ -23,9 +23,10 @@ from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
 from examples.training import CheckpointError, load_checkpoint
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
-from models.funcformer import Funcformer, FuncformerConfig
+from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled
 
 from .config import Config
+from .data import l2_norm_sq, pad
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -48,8 +49,15 @@ def _normalise(config: Config, key_size: int) -> Normalise:
 
 
 class PoissonModel(nn.Module):
-    """The Funcformer with a fixed output scaling: source coefficients ``(batch, n, n)`` -> solution coefficients.
+    """Source coefficients ``(batch, m, m')`` -> solution coefficients ``(batch, p, p)``, ``p = out_modes``.
 
+    ``model(f) = L f + T(f)`` (times ``1 / out_scale``): ``L`` the exactly linear path
+    :class:`~models.funcformer.SeparableLinear` (``config.rank`` terms; absent at ``0``), ``T`` the Funcformer
+    (``config.correction``), its ``modes x modes`` output zero-padded to ``p``. With ``config.homogeneous`` the
+    whole is applied as ``‖f‖ · model(f / ‖f‖)`` (L² norm): ``model(c f) = c model(f)`` for every ``c > 0``.
+
+    Sources of any size are accepted: a series of more than ``modes`` terms per axis is cut to ``modes``
+    (:meth:`read`: its higher modes are dropped; ``Δ⁻¹`` damps them like ``1/k²``), a shorter one zero-padded.
     ``out_scale`` is a buffer: it travels in the state dict with the weights.
     """
 
@@ -60,6 +68,7 @@ class PoissonModel(nn.Module):
         self.config = config
         dtype = getattr(torch, config.dtype)
         n = config.modes
+        self.out_modes = config.out_modes or n
         self.x, self.y = X(n), Y(n)
         model = Vector(config.width) if config.model == "vector" else Chebyshev(config.width)
         key_size = config.width // config.heads
@@ -69,12 +78,33 @@ class PoissonModel(nn.Module):
         self.net: Funcformer[X, Y, Vector | Chebyshev] = Funcformer(
             self.x, self.y, model, Vector(config.hidden), cfg, dtype=dtype
         )
+        p = self.out_modes
+        self.linear = SeparableLinear((n, n), (p, p), config.rank, dtype=dtype) if config.rank else None
         self.register_buffer("out_scale", torch.tensor(out_scale, dtype=torch.float64))
         self.dtype = dtype
 
+    def read(self, f: Tensor) -> Tensor:
+        """``f`` ``(batch, m, m')`` cut or zero-padded to the model's ``modes x modes``, in its dtype."""
+        if f.ndim != 3:
+            raise ValueError(f"PoissonModel: expected source coefficients (batch, m, m'), got shape {tuple(f.shape)}")
+        return pad(f, self.config.modes).to(self.dtype)
+
+    def operator(self, f: Tensor) -> Tensor:
+        """The unscaled map on ``(batch, modes, modes)`` sources: linear path plus correction."""
+        out = f.new_zeros(f.shape[0], self.out_modes, self.out_modes)
+        if self.linear is not None:
+            out = out + self.linear(f)
+        if self.config.correction:
+            out = out + pad(self.net(Field(f, (self.x, self.y))).tensor, self.out_modes)
+        return out
+
     def forward(self, f: Tensor) -> Tensor:
-        """``f`` ``(batch, n, n)`` -> predicted ``g`` ``(batch, n, n)`` (the model's dtype)."""
-        u = self.net(Field(f.to(self.dtype), (self.x, self.y))).tensor
+        """``f`` ``(batch, m, m')`` -> predicted ``g`` ``(batch, out_modes, out_modes)`` (the model's dtype)."""
+        u = self.read(f)
+        if self.config.homogeneous:
+            u = unit_scaled(self.operator, u, l2_norm_sq(u.double()).sqrt().to(u.dtype))
+        else:
+            u = self.operator(u)
         return u / self.out_scale.to(u.dtype)
 
 
@@ -145,6 +175,7 @@ def solve(
     c = source_coefficients(n, source, gx, gy)
     batch = c.shape[:-2]
     device = next(iter(model.parameters())).device if isinstance(model, nn.Module) else torch.device("cpu")
-    g = model(c.reshape(-1, n, n).to(device)).double().cpu().reshape(*batch, n, n)
-    vx, vy = vandermonde(x.double(), n), vandermonde(y.double(), n)
+    g = model(c.reshape(-1, n, n).to(device)).double().cpu()
+    g = g.reshape(*batch, *g.shape[-2:])
+    vx, vy = vandermonde(x.double(), g.shape[-2]), vandermonde(y.double(), g.shape[-1])
     return vx @ g @ vy.mT

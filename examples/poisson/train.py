@@ -63,7 +63,8 @@ class PoissonTask:
         self.config, self.splits, self.device, self.ranks, self.amp = config, splits, device, ranks, amp
         check_batch(config.batch, ranks)
         check_amp(amp, device)
-        out_scale = float(1.0 / data.l2_norm_sq(splits.train.target(config.modes)).mean().sqrt())
+        out = config.out_modes or config.modes
+        out_scale = float(1.0 / data.l2_norm_sq(splits.train.target(out)).mean().sqrt())
         self.model = PoissonModel(config, out_scale).to(device)
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
@@ -75,7 +76,7 @@ class PoissonTask:
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
         self.f = splits.train.f.to(device, dtype)
-        self.g = splits.train.target(config.modes).to(device, dtype)
+        self.g = splits.train.target(out).to(device, dtype)
 
     def train_step(self) -> Tensor:
         # every process draws the same global batch (one sampler state) and trains on its slice

@@ -23,6 +23,11 @@ class ConfigError(UserError):
     """A config value that is not allowed (or a ``--config`` item that cannot be read)."""
 
 
+def at_least(default: Any, least: float) -> Any:
+    """A dataclass field with ``default`` whose value must be ``>= least`` (checked by :func:`validate`)."""
+    return dataclasses.field(default=default, metadata={"min": least})
+
+
 def _fields(config: object) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
     hints = typing.get_type_hints(type(config))
     return {f.name: (f, hints[f.name]) for f in dataclasses.fields(config)}  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""ListOps on trees: the Treeformer against a Vector Transformer over the flattened tokens.
+"""ListOps on trees: the Treeformer against a Vector Transformer over the flattened tokens, and a learned fold.
 
 ``python -m examples.tree_listops`` generates the data (seeded, no download), trains the models at equal
 parameter count with the shared loop (checkpoints, resume) and prints their test accuracies (see

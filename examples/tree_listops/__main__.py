@@ -1,8 +1,10 @@
-"""``python -m examples.tree_listops``: Treeformer vs Vector Transformer on ListOps, equal parameter count.
+"""``python -m examples.tree_listops``: Treeformer vs Vector Transformer (equal parameter count) vs a fold.
 
-Trains each model named by ``--models`` (``tree-mean``, ``tree-sum``, ``vector``; see
+Trains each model named by ``--models`` (``tree-mean``, ``tree-sum``, ``vector``, ``fold``; see
 :mod:`examples.tree_listops.model`) in turn with the shared loop (:func:`examples.training.fit`) and
-prints its train and test accuracy. Writes ``OUT/report.json`` (results, histories, device, torch) and a
+prints its train and test accuracy, the test accuracy by nesting depth, and the accuracy on a split
+nested deeper than any training expression (``--deep N --deepest D``: ``N`` expressions nesting
+``4 .. D`` levels; ``--deep 0`` skips it). Writes ``OUT/report.json`` (results, histories, device, torch) and a
 resumable ``OUT/<model>/checkpoint.pt`` per model: rerun the same command after Ctrl-C or a SIGTERM to
 continue; a larger ``--steps`` extends a finished run. ``examples.tree_listops.load(OUT, "tree-mean")``
 returns a trained model.
@@ -15,6 +17,7 @@ Examples::
     python -m examples.tree_listops            # tree-mean, tree-sum, vector: ~3-4 min each on a shared CPU core
     python -m examples.tree_listops --steps 50 --train 2000 --test 500 --out runs/smoke   # a smoke run
     python -m examples.tree_listops --preset tiny --out runs/tiny                         # seconds
+    python -m examples.tree_listops --preset fold --models fold --out runs/fold           # 4-7 min: ~99% test
     python -m examples.tree_listops --device cuda --steps 6000 --out runs/long            # longer, on a GPU
 """
 
@@ -57,7 +60,11 @@ def parse(argv: list[str] | None = None) -> tuple[Config, list[ModelKind], argpa
     for f in dataclasses.fields(Config):
         names = [f"--{f.name}"] + ([f"--{f.name.replace('_', '-')}"] if "_" in f.name else [])
         p.add_argument(*names, dest=f"field_{f.name}", metavar="VALUE", help=f"shorthand for --config {f.name}=VALUE")
-    p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of: {', '.join(MODELS)}")
+    p.add_argument(
+        "--models",
+        default="tree-mean,tree-sum,vector",
+        help=f"comma-separated, of: {', '.join(MODELS)} (default: all but fold, which wants --preset fold)",
+    )
     p.add_argument(
         "--out", type=Path, default=Path("runs/tree_listops"), help="report.json and MODEL/checkpoint.pt go here"
     )
@@ -111,11 +118,13 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         for name in models:
             check_resume(a.out / name, train.checkpoint_config(config, name))
-        splits = data.splits(config.train, config.test, config.seed)
-        test = splits.test
+        splits = data.splits(config.train, config.test, config.seed, config.deep, config.deepest)
+        test, deep = splits.test, splits.deep
         majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
         print(f"config: {config}")
         print(f"ListOps: {len(splits.train)} train / {len(test)} test; majority-class test accuracy {majority:.3f}")
+        if deep is not None:
+            print(f"deeper test split: {len(deep)} expressions nesting {data.DEPTH + 1}..{config.deepest} levels")
         report: dict[str, Any] = {
             "config": describe(config),
             "models": list(models),
@@ -135,7 +144,11 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 "train_seconds": round(trained.elapsed, 1),
                 "train_accuracy": train.accuracy(trained.model, sample),
                 "test_accuracy": train.accuracy(trained.model, test),
+                "test_accuracy_by_depth": train.accuracy_by_depth(trained.model, test),
             }
+            if deep is not None:
+                results[name]["deep_accuracy"] = train.accuracy(trained.model, deep)
+                results[name]["deep_accuracy_by_depth"] = train.accuracy_by_depth(trained.model, deep)
             resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"
             print(f"{name:>10}: {json.dumps(results[name])}{resumed}", flush=True)
             report["results"][name] = {

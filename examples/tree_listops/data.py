@@ -12,7 +12,13 @@ Two views of one expression:
   brackets are the leaves, in the same order; a node ``[OP a1 ... ak]`` is
   ``(OP, args)`` where ``args`` is the balanced binary tree of its arguments.
   So the operator is the leftmost leaf of its subtree, and the structure the
-  brackets encode is the tree's shape instead.
+  brackets encode is the tree's shape instead;
+* **an expression tree** (for the fold model, :mod:`examples.tree_listops.nodes`):
+  the digits are the leaves and the operators sit at the internal nodes.
+
+The training and test splits nest at most :data:`DEPTH` = 3 levels; an optional
+third split (:func:`generate_deep`) nests ``DEPTH + 1 ..`` levels, deeper than
+any training expression, to test generalisation in depth.
 """
 
 from __future__ import annotations
@@ -49,12 +55,34 @@ def evaluate(e: Expr) -> int:
     return sum(vals) % 10
 
 
+def nesting(e: Expr) -> int:
+    """How deeply an expression's operators nest: ``0`` for a digit, ``1`` for ``[OP digits]``, ..."""
+    return 0 if isinstance(e, int) else 1 + max(nesting(a) for a in e[1])
+
+
 def random_expr(rng: random.Random, depth: int, max_args: int, p_nest: float) -> Expr:
     """An operator node with ``2..max_args`` arguments; arguments nest with probability ``p_nest``."""
     k = rng.randint(2, max_args)
     args: list[Expr] = [
         random_expr(rng, depth - 1, max_args, p_nest) if depth > 1 and rng.random() < p_nest else rng.randint(0, 9)
         for _ in range(k)
+    ]
+    return (rng.choice(OPS), args)
+
+
+def nested_exactly(rng: random.Random, depth: int, max_args: int, p_nest: float) -> Expr:
+    """An expression nesting exactly ``depth`` levels: one random argument nests ``depth - 1``, the rest at most."""
+    if depth <= 1:
+        return random_expr(rng, 1, max_args, p_nest)
+    k = rng.randint(2, max_args)
+    deep = rng.randrange(k)
+    args: list[Expr] = [
+        nested_exactly(rng, depth - 1, max_args, p_nest)
+        if i == deep
+        else random_expr(rng, depth - 1, max_args, p_nest)
+        if rng.random() < p_nest
+        else rng.randint(0, 9)
+        for i in range(k)
     ]
     return (rng.choice(OPS), args)
 
@@ -93,24 +121,41 @@ class Split:
         return len(self.exprs)
 
 
-def generate(n: int, seed: int, depth: int = 3, max_args: int = 4, p_nest: float = 0.35) -> Split:
-    """``n`` expressions from a seeded generator."""
+#: the deepest nesting the generator gives the training and test splits
+DEPTH = 3
+
+
+def generate(n: int, seed: int, depth: int = DEPTH, max_args: int = 4, p_nest: float = 0.35) -> Split:
+    """``n`` expressions from a seeded generator (nesting at most ``depth``)."""
     rng = random.Random(seed)
     exprs = [random_expr(rng, depth, max_args, p_nest) for _ in range(n)]
     return Split(exprs, torch.tensor([evaluate(e) for e in exprs]))
 
 
+def generate_deep(n: int, seed: int, deepest: int, max_args: int = 4, p_nest: float = 0.35) -> Split:
+    """``n`` expressions nesting more than :data:`DEPTH` levels: exactly ``DEPTH + 1 .. deepest``, in turn."""
+    rng = random.Random(seed)
+    exprs = [nested_exactly(rng, DEPTH + 1 + i % (deepest - DEPTH), max_args, p_nest) for i in range(n)]
+    return Split(exprs, torch.tensor([evaluate(e) for e in exprs]))
+
+
 @dataclass(frozen=True)
 class Splits:
-    """The job's data: a training split and a held-out test split (from different seeds)."""
+    """The job's data: a training split, a held-out test split (another seed) and a deeper test split."""
 
     train: Split
     test: Split
+    #: expressions nested deeper than any in ``train`` (``None``: not asked for)
+    deep: Split | None = None
 
 
-def splits(n_train: int, n_test: int, seed: int) -> Splits:
-    """``n_train`` training expressions from ``seed``, ``n_test`` test expressions from ``seed + 1``."""
-    return Splits(generate(n_train, seed), generate(n_test, seed + 1))
+def splits(n_train: int, n_test: int, seed: int, n_deep: int = 0, deepest: int = DEPTH + 3) -> Splits:
+    """``n_train`` training expressions from ``seed``, ``n_test`` test ones from ``seed + 1``, ``n_deep`` deeper.
+
+    The deeper split (seed ``seed + 2``) nests ``DEPTH + 1 .. deepest`` levels, more than any training expression.
+    """
+    deep = generate_deep(n_deep, seed + 2, deepest) if n_deep else None
+    return Splits(generate(n_train, seed), generate(n_test, seed + 1), deep)
 
 
 def tree_batch(

@@ -13,6 +13,12 @@ both have ``len(VOCAB) + levels`` input features, so parameter counts are identi
   features = one-hot token + sinusoidal position; padding tokens are ordinary tokens (a plain
   Transformer, as in Long Range Arena).
 
+``fold`` is another kind of model, not an encoder: :class:`models.TreeFold` folds the expression trees
+of :mod:`examples.tree_listops.nodes` (digits at the leaves, ``(OP, closes)`` at the nodes) bottom up with
+a learned node cell of state ``width`` and hidden size ``hidden``, and a linear classifier reads the
+root's state. It is given the gold structure *and* the operators at the nodes, as Tree-LSTMs on ListOps
+are; its parameter count differs from the encoders'.
+
 ``load(run_dir)`` returns a ready :class:`ListOpsModel` (eval mode) from a checkpoint (read with
 ``weights_only=True``)::
 
@@ -26,17 +32,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import Tensor, nn
 
-from applicative import Field
+from applicative import Field, Linear
 from examples.training import CheckpointError, ConfigError, load_checkpoint
-from instances import NodeAlgebra, Vector
-from models import Readout, tree_features, treeformer
+from instances import Expressions, NodeAlgebra, Tree, Vector
+from models import Readout, TreeFold, tree_features, treeformer
 
 from .config import MODELS, Config, ModelKind
 from .data import VOCAB, Expr, flat_batch, tree_batch
+from .nodes import DIGITS, NODE_OPS, fold_batch
 
 CHECKPOINT = "checkpoint.pt"
 CLASSES = 10
@@ -51,6 +59,25 @@ def sinusoid(length: int, dims: int) -> Tensor:
     return out
 
 
+class FoldReadout(nn.Module):
+    """A :class:`models.TreeFold` over one-hot digits and a linear classifier of the roots' states."""
+
+    def __init__(self, config: Config, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        state = Vector(config.width)
+        self.fold: TreeFold[Vector, Vector] = TreeFold(
+            DIGITS, state, Vector(config.hidden), len(NODE_OPS), config.cell, device=device
+        )
+        self.head: Linear[Vector, Vector] = Linear(state, Vector(CLASSES), device=device)
+
+    def forward(self, expressions: Expressions, leaves: Field[Tree, Vector]) -> Field[Vector]:
+        """Logits ``(*batch, classes)``."""
+        return self.head(self.fold(expressions, leaves))
+
+    def __call__(self, expressions: Expressions, leaves: Field[Tree, Vector]) -> Field[Vector]:
+        return cast("Field[Vector]", super().__call__(expressions, leaves))
+
+
 class ListOpsModel(nn.Module):
     """A classifier of ListOps expressions: ``list[Expr]`` -> logits ``(batch, 10)`` over the digits.
 
@@ -63,19 +90,25 @@ class ListOpsModel(nn.Module):
         if kind not in MODELS:
             raise ValueError(f"ListOpsModel: kind {kind!r} is not one of {', '.join(MODELS)}")
         self.config, self.kind = config, kind
+        self.net: Readout[Vector, Vector] | FoldReadout
+        if kind == "fold":
+            self.net = FoldReadout(config, device)
+            return
         features = Vector(len(VOCAB) + config.levels)
         body = treeformer(
             features, Vector(config.width), Vector(config.hidden), config.heads, config.depth, device=device
         )
-        self.net: Readout[Vector, Vector] = Readout(body, classes=CLASSES)
+        self.net = Readout(body, classes=CLASSES)
 
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
     def inputs(self, exprs: list[Expr]) -> Field[Vector, Vector]:
-        """The field this model reads for a batch of expressions (on the model's device)."""
+        """The field an encoder reads for a batch of expressions (on the model's device)."""
         device, levels = self.device, self.config.levels
+        if self.kind == "fold":
+            raise ValueError("ListOpsModel.inputs: the fold model reads expression trees; use fold_inputs")
         if self.kind == "vector":
             tokens = flat_batch(exprs).to(device)
             onehot = nn.functional.one_hot(tokens, len(VOCAB)).to(torch.float32)
@@ -85,8 +118,16 @@ class ListOpsModel(nn.Module):
         tree, tokens = tree_batch(exprs, algebra, device)
         return tree_features(tree, tokens, len(VOCAB), levels)  # type: ignore[return-value]
 
+    def fold_inputs(self, exprs: list[Expr]) -> tuple[Expressions, Field[Tree, Vector]]:
+        """The expression trees and one-hot leaf digits ``Tree x Vector(10)`` the fold model reads."""
+        expressions, digits = fold_batch(exprs, self.device)
+        leaves = nn.functional.one_hot(digits, DIGITS.size).to(torch.float32)
+        return expressions, Field(leaves, (expressions.tree, DIGITS))
+
     def forward(self, exprs: list[Expr]) -> Tensor:
         """Logits ``(len(exprs), 10)``."""
+        if isinstance(self.net, FoldReadout):
+            return self.net(*self.fold_inputs(exprs)).tensor
         return self.net(self.inputs(exprs)).tensor
 
     def __call__(self, exprs: list[Expr]) -> Tensor:

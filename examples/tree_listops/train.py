@@ -25,10 +25,20 @@ from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
 from .config import Config, ModelKind
-from .data import Split, Splits
+from .data import Split, Splits, nesting
 from .model import CHECKPOINT, ListOpsModel
 
-__all__ = ["CHECKPOINT", "ListOpsTask", "Trained", "accuracy", "build", "checkpoint_config", "rate", "train"]
+__all__ = [
+    "CHECKPOINT",
+    "ListOpsTask",
+    "Trained",
+    "accuracy",
+    "accuracy_by_depth",
+    "build",
+    "checkpoint_config",
+    "rate",
+    "train",
+]
 
 WEIGHT_DECAY = 0.01
 CLIP = 1.0
@@ -37,6 +47,15 @@ CLIP = 1.0
 def accuracy(model: ListOpsModel, split: Split) -> float:
     """The fraction of ``split`` the model classifies right."""
     return int((model.predict(split.exprs) == split.labels).sum()) / len(split)
+
+
+def accuracy_by_depth(model: ListOpsModel, split: Split) -> dict[str, float]:
+    """The accuracy on the expressions of each nesting depth of ``split`` (keys ``"1"``, ``"2"``, ...)."""
+    right = (model.predict(split.exprs) == split.labels).tolist()
+    by: dict[int, list[bool]] = {}
+    for e, ok in zip(split.exprs, right, strict=True):
+        by.setdefault(nesting(e), []).append(ok)
+    return {str(d): sum(by[d]) / len(by[d]) for d in sorted(by)}
 
 
 def rate(steps: int) -> Callable[[int], float]:

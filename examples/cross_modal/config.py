@@ -1,0 +1,90 @@
+"""Configuration of the cross-modal job: one frozen dataclass and its presets."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from examples.training import at_least, validate
+
+#: the two tasks: scattered samples -> a function, a low-resolution image -> a function of two variables
+TaskKind = Literal["points", "grid"]
+TASKS: tuple[TaskKind, ...] = get_args(TaskKind)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything that determines one training run (and so its checkpoint); validated on construction.
+
+    Attributes:
+        steps, batch, lr: AdamW with a linear warm-up over ``steps // 20`` steps, then a cosine to zero.
+        width, hidden, heads, memory_depth, query_depth: the model's sizes (``heads`` divides ``width``).
+        modes: the output's Chebyshev terms per axis (at least ``degree``, so targets are representable).
+        degree, decay: the data -- random Chebyshev series of ``degree`` terms per axis with coefficients
+            ``N(0, decay^(2k))`` (``decay^(k+l)`` in 2-D).
+        min_points, max_points: scattered samples per function (points task), drawn uniformly.
+        resolution: the low-resolution image's side (grid task), a uniform grid including the corners.
+        position: Chebyshev features ``T_k`` of a token's coordinate given to the embedding.
+        test: held-out functions; seed: seeds data, initialisation and batches.
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
+    """
+
+    steps: int = at_least(3000, 1)
+    batch: int = at_least(32, 1)
+    lr: float = field(default=2e-3, metadata={"above": 0.0})
+    width: int = at_least(32, 1)
+    hidden: int = at_least(64, 1)
+    heads: int = at_least(4, 1)
+    memory_depth: int = at_least(1, 0)
+    query_depth: int = at_least(2, 1)
+    modes: int = at_least(16, 1)
+    degree: int = at_least(12, 1)
+    decay: float = field(default=0.7, metadata={"above": 0.0})
+    min_points: int = at_least(6, 2)
+    max_points: int = at_least(24, 2)
+    resolution: int = at_least(16, 4)
+    position: int = at_least(16, 1)
+    test: int = at_least(500, 1)
+    seed: int = at_least(0, 0)
+    eval_every: int = at_least(250, 1)
+    checkpoint_every: int = at_least(500, 1)
+
+    def __post_init__(self) -> None:
+        validate(self, _consistent)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _consistent(c: Config) -> str | None:
+    if c.width % c.heads:
+        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
+    if c.modes < c.degree:
+        return f"config fields modes={c.modes}, degree={c.degree}: modes must be >= degree to represent the targets"
+    if c.min_points > c.max_points:
+        return f"config fields min_points={c.min_points} > max_points={c.max_points}"
+    return None
+
+
+PRESETS: dict[str, Config] = {
+    "default": Config(),
+    # seconds: for tests and smoke runs
+    "tiny": Config(
+        steps=30,
+        batch=8,
+        width=16,
+        hidden=16,
+        heads=2,
+        query_depth=1,
+        modes=8,
+        degree=6,
+        max_points=12,
+        resolution=8,
+        position=6,
+        test=16,
+        eval_every=15,
+        checkpoint_every=15,
+    ),
+}

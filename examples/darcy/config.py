@@ -1,0 +1,97 @@
+"""Configuration of the Darcy job: one frozen dataclass and a few named presets."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from examples.training import at_least, validate
+
+from .data import Family
+
+Normalisation = Literal["softmax", "linear"]
+DType = Literal["float32", "float64"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything that determines a training run (and so its checkpoint); validated on construction.
+
+    Attributes:
+        family: the coefficient family, ``"lognormal"`` (``a = e^g``) or ``"piecewise"`` (``a ∈ {3, 12}``).
+        points: grid nodes per axis of ``[0, 1]²`` (data and evaluation); ``refine``: the solver's finer grid.
+        modes: Chebyshev terms per axis of the input ``log a`` and of ``v`` in ``u = (1-x²)(1-y²) v``.
+        width, hidden, heads, depth: the Funcformer's sizes (a Vector of ``width`` channels; ``heads | width``).
+        normalise: attention normalisation, the continuous ``"softmax"`` or ``"linear"`` (scaled scores).
+        eps: layer-norm epsilon.
+        n_train, n_test: samples (the FNO paper trained on 1000).
+        steps, batch, lr, weight_decay, warmup, clip: Adam with a one-cycle schedule, gradient-norm clipping.
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
+        seed: seeds the data, the initialisation and the batch order.
+        dtype: the model's float type.
+    """
+
+    family: Family = "piecewise"
+    points: int = at_least(33, 3)
+    refine: int = at_least(2, 1)
+    modes: int = at_least(20, 2)
+    width: int = at_least(64, 1)
+    hidden: int = at_least(128, 1)
+    heads: int = at_least(4, 1)
+    depth: int = at_least(3, 1)
+    normalise: Normalisation = "softmax"
+    eps: float = field(default=1e-5, metadata={"above": 0.0})
+    n_train: int = at_least(1000, 1)
+    n_test: int = at_least(100, 1)
+    steps: int = at_least(2000, 1)
+    batch: int = at_least(32, 1)
+    lr: float = field(default=3e-3, metadata={"above": 0.0})
+    weight_decay: float = at_least(0.0, 0.0)
+    warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
+    clip: float = at_least(1.0, 0.0)
+    eval_every: int = at_least(250, 1)
+    checkpoint_every: int = at_least(250, 1)
+    seed: int = at_least(0, 0)
+    dtype: DType = "float32"
+
+    def __post_init__(self) -> None:
+        validate(self, _consistent)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _consistent(c: Config) -> str | None:
+    if c.width % c.heads:
+        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
+    if c.modes + 2 > c.points:
+        return (
+            f"config fields modes={c.modes}, points={c.points}: the solution series has modes + 2 terms per axis, "
+            "more than the grid can determine; lower modes or raise points"
+        )
+    return None
+
+
+PRESETS: dict[str, Config] = {
+    "default": Config(),
+    "lognormal": Config(family="lognormal"),
+    # seconds: for tests and smoke runs
+    "tiny": Config(
+        points=17,
+        refine=1,
+        modes=8,
+        width=16,
+        hidden=16,
+        heads=2,
+        depth=1,
+        n_train=32,
+        n_test=8,
+        steps=30,
+        batch=8,
+        lr=3e-3,
+        eval_every=10,
+        checkpoint_every=10,
+    ),
+}

@@ -1,0 +1,112 @@
+"""Training the Darcy Funcformer: a :class:`~examples.training.Task` for the shared loop.
+
+The loss is the mean squared relative L² error of ``u`` on the ``points x points`` grid (the predicted
+series evaluated at the nodes, against the finite-difference solution); evaluation reports the mean
+relative L² error (not squared) on the held-out set. Checkpoints, resumption, signals and divergence
+are the shared loop's (:func:`examples.training.fit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from examples.training import Trained, describe, fit
+from examples.training.checkpoint import restore_training_state, training_state
+from examples.training.loop import Progress
+
+from . import data
+from .config import Config
+from .model import DarcyModel, input_coefficients
+
+
+def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
+    """Per-sample ``‖pred - exact‖² / ‖exact‖²`` on the grid."""
+    return data.relative_l2(pred, exact).pow(2)
+
+
+def build_model(config: Config, train: data.DarcyData) -> DarcyModel:
+    """A seeded model whose input and output scales come from the training set."""
+    torch.manual_seed(config.seed)
+    log_a = train.a.log()
+    return DarcyModel(config, float(log_a.mean()), float(log_a.std()), float(train.u.pow(2).mean().rsqrt()))
+
+
+@torch.no_grad()
+def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
+    """Predicted ``u`` on the grid for many inputs, float64 on the CPU."""
+    return torch.cat([model.on_grid(model(log_a[i : i + chunk])).double().cpu() for i in range(0, len(log_a), chunk)])
+
+
+class DarcyTask:
+    """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
+
+    def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
+        self.config, self.device = config, device
+        self.model = build_model(config, splits.train).to(device)
+        dtype = self.model.dtype
+        self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
+            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
+        )
+        self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.x = input_coefficients(splits.train, config.modes).to(device, dtype)
+        self.u = splits.train.u.to(device, dtype)
+        self.x_test = input_coefficients(splits.test, config.modes).to(device, dtype)
+        self.u_test = splits.test.u
+
+    def train_step(self) -> Tensor:
+        idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
+        loss = relative_sq(self.model.on_grid(self.model(self.x[idx])), self.u[idx]).mean()
+        self.optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        if self.config.clip > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
+        self.optimiser.step()
+        if self.schedule.last_epoch < self.schedule.total_steps:  # an extended run keeps the final rate
+            self.schedule.step()
+        return loss
+
+    def errors(self) -> Tensor:
+        """Held-out relative L² errors, per sample."""
+        return data.relative_l2(predict(self.model, self.x_test), self.u_test)
+
+    def evaluate(self) -> dict[str, float]:
+        return {"held_out_rel_l2": float(self.errors().mean())}
+
+    def state_dict(self) -> dict[str, Any]:
+        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
+
+
+def train(
+    config: Config,
+    splits: data.Splits,
+    out: Path | None,
+    device: torch.device | str = "cpu",
+    *,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_step: Callable[[Progress], None] | None = None,
+) -> tuple[Trained[DarcyModel], DarcyTask]:
+    """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
+    task = DarcyTask(config, splits, torch.device(device))
+    run = fit(
+        task,
+        config=describe(config),
+        steps=config.steps,
+        out=out,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        progress=progress,
+        stop_after=stop_after,
+        on_step=on_step,
+        fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
+    )
+    return Trained.of(task.model, run), task

@@ -1,0 +1,51 @@
+"""The function-state RNN demo: its data against the exact heat-equation solution, its reference estimate
+against a hand-written Kalman filter, and a short training run that learns to observe."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.polynomial import chebyshev as npcheb
+
+from examples import observer
+
+CONFIG = observer.PRESETS["tiny"]
+
+
+def test_trajectories_follow_the_heat_equation_mode_by_mode() -> None:
+    amp, y, c = observer.trajectories(CONFIG, 5, np.random.default_rng(0))
+    x = np.linspace(-1, 1, 37)
+    k = np.arange(1, CONFIG.modes + 1)
+    decay = np.exp(-CONFIG.nu * (k * math.pi / 2) ** 2 * CONFIG.dt)  # the exact heat semigroup on sin(kπ(x+1)/2)
+    stirred = (amp[:, 1:] - decay * amp[:, :-1]) * k  # what the sources added, scaled to unit variance
+    assert abs(stirred.std() / CONFIG.stir - 1) < 0.2 and abs(stirred.mean()) < 0.1 * CONFIG.stir
+    sines = np.sin(np.outer(k, x + 1) * math.pi / 2)
+    for t in (0, 7, CONFIG.steps_in_time - 1):
+        np.testing.assert_allclose(npcheb.chebval(x, c[:, t].T), amp[:, t] @ sines, atol=1e-8)  # 24 terms: ~1e-9
+        at_sensors = amp[:, t] @ np.sin(np.outer(k, np.array(observer.SENSORS) + 1) * math.pi / 2)
+        assert np.abs(y[:, t] - at_sensors).max() < 6 * CONFIG.noise  # readings: the profile plus small noise
+
+
+def test_posterior_mean_equals_a_sequential_kalman_filter() -> None:
+    _, y, _ = observer.trajectories(CONFIG, 4, np.random.default_rng(1))
+    got = observer.posterior_mean(CONFIG, y)
+    k = np.arange(1, CONFIG.modes + 1)
+    a = np.diag(np.exp(-CONFIG.nu * (k * math.pi / 2) ** 2 * CONFIG.dt))  # transition of the amplitudes
+    h = np.sin(np.outer(np.array(observer.SENSORS) + 1, k) * math.pi / 2)  # readout
+    r = CONFIG.noise**2 * np.eye(2)
+    for b in range(len(y)):
+        mean, cov = np.zeros(CONFIG.modes), np.diag(1.0 / k**2)  # prior of a_0
+        for t in range(CONFIG.steps_in_time):
+            mean, cov = a @ mean, a @ cov @ a.T + CONFIG.stir**2 * np.diag(1.0 / k**2)  # predict: decay, stir
+            gain = cov @ h.T @ np.linalg.inv(h @ cov @ h.T + r)
+            mean, cov = mean + gain @ (y[b, t] - h @ mean), (np.eye(CONFIG.modes) - gain @ h) @ cov
+            np.testing.assert_allclose(got[b, t], mean, rtol=1e-6, atol=1e-9)
+
+
+def test_the_rnn_learns_to_observe_the_profile() -> None:
+    errors = observer.train(CONFIG, progress=False)
+    late = slice(CONFIG.steps_in_time // 2, None)
+    rnn, best = np.median(errors["rnn"][late]), np.median(errors["posterior_mean"][late])
+    assert min(errors["zero"]) > 0.99  # the trivial estimate
+    assert 0.95 * best <= rnn < 1.2 * best, (errors["rnn"], errors["posterior_mean"])  # at the optimal filter
