@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import Trained, describe, fit
+from examples.training import Trained, fit_config
 from examples.training.checkpoint import restore_training_state, training_state
 from instances.chebyshev import evaluate, evaluate_2d, metric
 
@@ -141,13 +141,11 @@ def train(
 ) -> Trained[PointsModel | GridModel]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps``."""
     t = CrossModalTask(config, task, held)
-    run = fit(
+    run = fit_config(
         t,
-        config={**describe(config), "task": task},
-        steps=config.steps,
-        out=out,
-        eval_every=config.eval_every,
-        checkpoint_every=config.checkpoint_every,
+        config,
+        out,
+        extra={"task": task},
         progress=progress,
         fix="try a smaller --config lr=...",
     )

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import Trained, describe, fit
+from examples.training import Trained, fit_config
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
@@ -97,13 +97,10 @@ def train(
 ) -> tuple[Trained[DarcyModel], DarcyTask]:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
     task = DarcyTask(config, splits, torch.device(device))
-    run = fit(
+    run = fit_config(
         task,
-        config=describe(config),
-        steps=config.steps,
-        out=out,
-        eval_every=config.eval_every,
-        checkpoint_every=config.checkpoint_every,
+        config,
+        out,
         progress=progress,
         stop_after=stop_after,
         on_step=on_step,

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, fit_config
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
@@ -113,13 +113,10 @@ def train(
 ) -> Trained[CharLM]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps`` (or ``stop_after``)."""
     task = LMTask(config, corpus, torch.device(device), ranks)
-    run = fit(
+    run = fit_config(
         task,
-        config=describe(config),
-        steps=config.steps,
-        out=out,
-        eval_every=config.eval_every,
-        checkpoint_every=config.checkpoint_every,
+        config,
+        out,
         progress=progress,
         stop_after=stop_after,
         on_step=on_step,

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, fit_config
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 from examples.training.speed import autocast, check_amp, compiled
@@ -136,13 +136,10 @@ def train(
     :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, splits, torch.device(device), ranks, compile=compile, amp=amp)
-    run = fit(
+    run = fit_config(
         task,
-        config=describe(config),
-        steps=config.steps,
-        out=out,
-        eval_every=config.eval_every,
-        checkpoint_every=config.checkpoint_every,
+        config,
+        out,
         progress=progress,
         stop_after=stop_after,
         on_step=on_step,

@@ -18,7 +18,7 @@ from .cli import Parser, run_cli
 from .config import ConfigError, at_least, describe, override, validate
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
-from .loop import Diverged, Interrupted, Record, Task, Trained, check_resume, fit
+from .loop import Diverged, Interrupted, Record, Schedule, Task, Trained, check_resume, fit, fit_config
 from .rundir import RunDir, RunDirError
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "Record",
     "RunDir",
     "RunDirError",
+    "Schedule",
     "Task",
     "Trained",
     "UserError",
@@ -41,6 +42,7 @@ __all__ = [
     "describe",
     "device_of",
     "fit",
+    "fit_config",
     "load_checkpoint",
     "override",
     "run_cli",

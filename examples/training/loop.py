@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from .checkpoint import load_checkpoint, save_checkpoint
-from .config import ConfigError, differences
+from .config import ConfigError, describe, differences
 from .distributed import SINGLE, Ranks
 from .errors import UserError
 
@@ -174,6 +174,46 @@ def fit(
     if caught or run.step < target:
         raise Interrupted(caught[0] if caught else signal.SIGTERM, run.step, path)
     return run
+
+
+class Schedule(Protocol):
+    """What :func:`fit_config` reads of a run's config: the budget and the cadence (a frozen dataclass)."""
+
+    @property
+    def steps(self) -> int: ...
+    @property
+    def eval_every(self) -> int: ...
+    @property
+    def checkpoint_every(self) -> int: ...
+
+
+def fit_config(
+    task: Task,
+    config: Schedule,
+    out: Path | None,
+    *,
+    extra: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_step: Callable[[Progress], None] | None = None,
+    fix: str = "lower the learning rate",
+    ranks: Ranks = SINGLE,
+) -> Progress:
+    """:func:`fit` with ``steps``, ``eval_every`` and ``checkpoint_every`` read from ``config``, which the
+    checkpoints record (with ``extra``, e.g. which model of several the run trains)."""
+    return fit(
+        task,
+        config={**describe(config), **(extra or {})},
+        steps=config.steps,
+        out=out,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        progress=progress,
+        stop_after=stop_after,
+        on_step=on_step,
+        fix=fix,
+        ranks=ranks,
+    )
 
 
 def check_resume(out: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit
+from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
 from examples.training.checkpoint import restore_training_state, training_state
 from examples.training.loop import Progress
 
@@ -141,13 +141,11 @@ def train(
     :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, kind, splits, torch.device(device), ranks)
-    run = fit(
+    run = fit_config(
         task,
-        config=checkpoint_config(config, kind),
-        steps=config.steps,
-        out=out,
-        eval_every=config.eval_every,
-        checkpoint_every=config.checkpoint_every,
+        config,
+        out,
+        extra={"model": kind},
         progress=progress,
         stop_after=stop_after,
         on_step=on_step,
