@@ -42,6 +42,7 @@ from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._layers import layer_norm, mlp, residual
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
+from ._pairs import Pairs, PairsBasis
 from ._ring import REAL, Real, Ring
 from ._sized import Sized
 from ._structure import Applicative, Basis, Counit, Stacked, Structure
@@ -61,6 +62,8 @@ __all__ = [
     "LinearAttention",
     "MultiHeadAttention",
     "Normalise",
+    "Pairs",
+    "PairsBasis",
     "Real",
     "ReluAttention",
     "Ring",

@@ -36,7 +36,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import TypeVar, TypeVarTuple, cast
+from typing import ClassVar, TypeVar, TypeVarTuple, cast
 
 import torch
 import torch.nn.functional as nnf
@@ -61,6 +61,9 @@ class Normalise(abc.ABC):
 
     #: multiplies the scores first (``1/sqrt(d_k)`` for scaled dot-product attention)
     scale: float
+    #: capability: the weights are ``scale * scores`` (linear in the scores), so attention associates,
+    #: ``(q kᵀ) v = q (kᵀ v)``, and lowers to two contractions whose cost is linear in the positions
+    associative: ClassVar[bool] = False
 
     @abc.abstractmethod
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
@@ -172,9 +175,14 @@ class LinearAttention(Normalise):
     Attention becomes ``∫ s(x, t) v(t) dt`` over the keys' measure -- the kernel of
     a linear integral operator, which may be negative (softmax kernels are
     positive and integrate to one). Suits linear targets such as ``Δ⁻¹``.
+
+    It is :attr:`~Normalise.associative`: the fused route computes the Galerkin form
+    ``scale · q (∫ k(t) v(t)ᵀ dt)`` (Cao 2021), two contractions whose cost is linear
+    in the number of key positions, instead of the ``|I| x |F|`` scores.
     """
 
     scale: float = 1.0
+    associative: ClassVar[bool] = True
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(scores.tensor * self.scale)
@@ -209,6 +217,9 @@ def attention(
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
 
+    if fused and normalise.associative:
+        return _galerkin(normalise, queries, keys, values)
+
     def attend(tq: Tensor) -> Tensor:
         # the queries at one position each of their outer structures (fmap over *I)
         q = Field._of(tq, queries.axes, queries.ring)
@@ -220,6 +231,28 @@ def attention(
 
     t = fmap_last(attend, queries.tensor, queries.structures)
     return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+def _galerkin(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
+    """``scale · q M_H (kᵀ M_F v)``: attention whose weights are linear in the scores, associated to the right.
+
+    ``kᵀ M_F v`` (``H x G``) is one contraction over the keys' structure (its measure or metric,
+    per example), then each query contracts with it over ``H``. Linear in ``q``, so it commutes with
+    the ``fmap`` over the queries' outer structures and runs on their stored values directly.
+    """
+    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
+    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
+    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
+    tv = _on(v.structures[0], v.tensor, -2, f)
+    kv = f.contract(tk.transpose(-1, -2), tv, q.ring)  # (..., H, G)
+    tq = _on(q.structures[-1], q.tensor, -1, h)
+    ni = len(q.axes) - 1
+    lead = tq.shape[: tq.ndim - 1 - ni]
+    flat = tq.reshape(*lead, -1, tq.shape[-1])  # (..., |I|, H): the queries' outer axes as rows
+    out = h.contract(flat, kv, q.ring)  # (..., |I|, G)
+    out = q.ring.mul(out.new_tensor(normalise.scale), out) if normalise.scale != 1.0 else out
+    out = out.reshape(*out.shape[:-2], *tq.shape[tq.ndim - 1 - ni : -1], out.shape[-1])
+    return cast("Field[*I, G]", Field._of(out, (*q.structures[:-1], v.structures[1]), q.ring))
 
 
 def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:

@@ -226,6 +226,11 @@ def _factor64(s: Structure) -> Tensor:
 
 def factor(s: Structure, x: Tensor) -> Tensor:
     """``x L`` along the last axis, with ``L Lᵀ`` the metric of the contraction (heads of attention)."""
+    if s.basis is not None and s.batch_shape:
+        # a metric per example, possibly singular (padding): factor through the product grid instead,
+        # x L = (P x) sqrt(w) with P the positions there, so (x L)(y L)ᵀ = x Pᵀ diag(w) P y = x W y
+        v, _, lw = log_weights(s, s.positions(x, -1, s.grid), x.ndim - 1, s.grid)
+        return v if lw is None else torch.where(torch.isneginf(lw), 0, v * (0.5 * lw).exp())
     if s.basis is not None:
         if torch.compiler.is_compiling():
             chol: Tensor = torch.linalg.cholesky(s.metric(torch.float64, x.device))

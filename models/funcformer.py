@@ -64,6 +64,9 @@ class FuncformerConfig:
         eps: layer-norm epsilon (a large value, e.g. 100, makes the norms nearly linear).
         positional: add a learned function of ``x`` after the embedding.
         activation: the MLP's pointwise activation.
+        key, value: the per-head query/key and value structures (default: the model structure split into
+            ``heads``). Attention's rank along the sequence is at most the key size per head, so a linear
+            operator on ``n`` positions wants keys of ``n`` per head.
     """
 
     heads: int = 4
@@ -74,6 +77,8 @@ class FuncformerConfig:
     eps: float = 1e-5
     positional: bool = True
     activation: Callable[[Tensor], Tensor] = field(default=torch.relu)
+    key: Structure | None = None
+    value: Structure | None = None
 
 
 class Funcformer(nn.Module, Generic[X, Y, D]):
@@ -110,6 +115,8 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
                 norm_first=config.norm_first,
                 activation=config.activation,
                 eps=config.eps,
+                key=config.key,
+                value=config.value,
                 **kw,  # type: ignore[arg-type]
             )
             for _ in range(config.depth)

@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Tolerance
 from ._law import Case, Equation, Law
+from ._pairs import PairsArbitrary
 from ._report import LawReport, LawResult
 from ._vector import VectorArbitrary
 
@@ -113,6 +114,7 @@ __all__ = [
     "LawError",
     "LawReport",
     "LawResult",
+    "PairsArbitrary",
     "Tolerance",
     "VectorArbitrary",
     "arbitrary_of",

@@ -12,6 +12,7 @@ Normalisation = Literal["softmax", "coefficient", "linear"]
 ModelKind = Literal["vector", "chebyshev"]
 DType = Literal["float32", "float64"]
 Sources = Literal["decaying", "mixed"]
+Sequence = Literal["x", "xy"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,13 @@ class Config:
             an ``n``-mode source has more than ``n`` (its series is cut there otherwise).
         homogeneous: predict ``‖f‖ · model(f / ‖f‖)``: positively homogeneous, whatever the source's amplitude.
         correction: run the Transformer (a nonlinear correction when ``rank > 0``); off: the linear path alone.
+        sequence: what the Transformer's sequence is: ``"x"`` (the first argument, with functions of ``y``
+            as features: the 1D Funcformer) or ``"xy"`` (the whole 2D domain ``Pairs(X, Y)``, one channel as
+            the features: attention integrates over the square).
+        domain_modes: Chebyshev terms per axis of the functions the Funcformer maps (``0``: ``modes``): the source
+            is zero-padded to ``domain_modes`` and the output has as many (at most ``out_modes`` are kept).
+        key_size, value_size: query/key and value sizes per attention head (``0``: ``width // heads``, or the
+            key size); a ``"vector"`` model only. Attention's rank along ``x`` is at most the key size per head.
         sources: the training law: ``"decaying"`` (``ρ = 0.7``, 12 of 16 modes) or ``"mixed"``
             (:func:`examples.poisson.families.training_sources`: every resolved mode excited).
     """
@@ -66,6 +74,10 @@ class Config:
     homogeneous: bool = False
     correction: bool = True
     sources: Sources = "decaying"
+    sequence: Sequence = "x"
+    domain_modes: int = at_least(0, 0)
+    key_size: int = at_least(0, 0)
+    value_size: int = at_least(0, 0)
 
     def __post_init__(self) -> None:
         validate(self, _consistent)
@@ -82,6 +94,13 @@ def _consistent(c: Config) -> str | None:
         return f"config fields width={c.width}, heads={c.heads}: heads must divide width (Chebyshev(width) splits)"
     if c.out_modes and c.out_modes < c.modes:
         return f"config fields out_modes={c.out_modes}, modes={c.modes}: out_modes must be 0 or at least modes"
+    if c.domain_modes and c.domain_modes < c.modes:
+        return f"config fields domain_modes={c.domain_modes}, modes={c.modes}: domain_modes must be 0 or at least modes"
+    if (c.key_size or c.value_size) and c.model != "vector":
+        return (
+            f"config fields key_size={c.key_size}, value_size={c.value_size}, model={c.model}: "
+            "sizes per head need model=vector"
+        )
     if c.rank == 0 and not c.correction:
         return "config fields rank=0, correction=false: the model would be empty; set rank >= 1 or correction=true"
     return None

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
+from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
 from examples.training import CheckpointError, load_checkpoint
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
@@ -71,13 +71,23 @@ class PoissonModel(nn.Module):
         self.out_modes = config.out_modes or n
         self.x, self.y = X(n), Y(n)
         model = Vector(config.width) if config.model == "vector" else Chebyshev(config.width)
-        key_size = config.width // config.heads
+        key_size = config.key_size or config.width // config.heads
         cfg = FuncformerConfig(
-            heads=config.heads, depth=config.depth, normalise=_normalise(config, key_size), eps=config.eps
+            heads=config.heads,
+            depth=config.depth,
+            normalise=_normalise(config, key_size),
+            eps=config.eps,
+            key=Vector(config.key_size) if config.key_size else None,
+            value=Vector(config.value_size) if config.value_size else None,
         )
-        self.net: Funcformer[X, Y, Vector | Chebyshev] = Funcformer(
-            self.x, self.y, model, Vector(config.hidden), cfg, dtype=dtype
-        )
+        self.net: Funcformer[Structure, Structure, Vector | Chebyshev]
+        m = config.domain_modes or n  # the Funcformer's functions: the source zero-padded to m x m
+        self.domain = Pairs(X(m), Y(m))
+        if config.sequence == "xy":
+            # the 2D domain as the sequence (one axis of m·m positions), one channel as the features
+            self.net = Funcformer(self.domain, Vector(1), model, Vector(config.hidden), cfg, dtype=dtype)
+        else:  # the sequence is x, the features functions of y
+            self.net = Funcformer(self.domain.a, self.domain.b, model, Vector(config.hidden), cfg, dtype=dtype)
         p = self.out_modes
         self.linear = SeparableLinear((n, n), (p, p), config.rank, dtype=dtype) if config.rank else None
         self.register_buffer("out_scale", torch.tensor(out_scale, dtype=torch.float64))
@@ -95,8 +105,17 @@ class PoissonModel(nn.Module):
         if self.linear is not None:
             out = out + self.linear(f)
         if self.config.correction:
-            out = out + pad(self.net(Field(f, (self.x, self.y))).tensor, self.out_modes)
+            out = out + pad(self.transformer(f), self.out_modes)
         return out
+
+    def transformer(self, f: Tensor) -> Tensor:
+        """The Funcformer alone on ``(batch, modes, modes)`` sources -> coefficient matrices."""
+        m = self.domain.a.size
+        f = pad(f, m)
+        if self.config.sequence == "xy":
+            u = Field(f.flatten(-2).unsqueeze(-1), (self.domain, Vector(1)))
+            return self.net(u).tensor.squeeze(-1).unflatten(-1, (m, m))
+        return self.net(Field(f, (self.domain.a, self.domain.b))).tensor
 
     def forward(self, f: Tensor) -> Tensor:
         """``f`` ``(batch, m, m')`` -> predicted ``g`` ``(batch, out_modes, out_modes)`` (the model's dtype)."""

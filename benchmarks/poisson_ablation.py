@@ -1,0 +1,118 @@
+"""The Poisson figure beside its baselines: least squares, the linear path alone, the Funcformer alone, both.
+
+Every row learns ``f ↦ g`` (``Δg = f`` on ``[-1, 1]²``, ``g = 0`` on the boundary) from the main job's
+own training pairs (:mod:`examples.poisson.data`, the ``default`` preset's mixed sources) and is scored
+on its held-out and out-of-distribution sets by the mean relative L² error of the whole function:
+
+* ``truncation floor`` -- the exact solution cut to the model's output modes (what no model can beat);
+* ``least squares`` -- the closed-form linear map from the 256 source coefficients to the output
+  coefficients fitted on the training pairs (``torch.linalg.lstsq``; the weighted L² norm of the output
+  does not change the minimiser of an unconstrained linear map);
+* ``linear path alone`` -- :class:`models.SeparableLinear` (``rank=12, correction=false``), trained;
+* ``Funcformer alone`` -- the main job's default model (no linear path), trained;
+* ``linear path + Funcformer`` -- the previous default (``rank=12``), trained;
+* ``2D-domain Funcformer alone`` -- the generic encoder whose sequence is the square itself
+  (``Pairs(X, Y)``, ``sequence=xy``), trained for the same number of steps.
+
+All trained rows take the same steps, batch and schedule (each config's own), one after another in one
+process, with the given thread count; times are wall clock of the training loop alone. The last line is
+the Funcformer alone's held-out error against the issue's target.
+
+    python benchmarks/poisson_ablation.py                # the default run's steps for each row
+    python benchmarks/poisson_ablation.py --quick        # seconds: 60 steps, small data
+    python benchmarks/poisson_ablation.py --steps 2000 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import torch
+
+from examples.poisson import data
+from examples.poisson.config import PRESETS, Config
+from examples.poisson.train import build, errors
+
+TARGET = 1e-3
+
+
+def least_squares(splits: data.Splits, out: int) -> dict[str, float]:
+    """The closed-form linear map ``A = F⁺ G`` on the training pairs, scored on held-out and OOD."""
+    start = time.perf_counter()
+    f = splits.train.f.flatten(-2)
+    g = splits.train.target(out).flatten(-2)
+    a = torch.linalg.lstsq(f, g).solution
+    seconds = time.perf_counter() - start
+
+    def score(d: data.PoissonData) -> float:
+        return float(data.relative_l2((d.f.flatten(-2) @ a).unflatten(-1, (out, out)), d.g).mean())
+
+    return {"held": score(splits.test), "ood": score(splits.ood), "params": a.numel(), "time": seconds}
+
+
+def trained(config: Config, splits: data.Splits, steps: int) -> dict[str, float]:
+    """Train ``config`` for ``steps`` (its schedule spans them) and score it."""
+    cfg = config.replace(steps=steps)
+    task = build(cfg, splits, torch.device("cpu"))
+    start = time.perf_counter()
+    for _ in range(steps):
+        task.train_step()
+    seconds = time.perf_counter() - start
+    cpu = torch.device("cpu")
+    return {
+        "held": float(errors(task.model, splits.test, cpu).mean()),
+        "ood": float(errors(task.model, splits.ood, cpu).mean()),
+        "params": sum(p.numel() for p in task.model.parameters()),
+        "time": seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="60 steps on 256 training pairs")
+    p.add_argument("--steps", type=int, default=None, help="steps of every trained row (default: the preset's)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--skip-2d", action="store_true", help="leave out the (slow on a CPU) 2D-domain row")
+    a = p.parse_args(argv)
+    if a.threads < 1 or (a.steps is not None and a.steps < 1):
+        p.error("--threads and --steps must be at least 1")
+    torch.set_num_threads(a.threads)
+    base = PRESETS["default"]
+    if a.quick:
+        base = base.replace(n_train=256, n_test=32)
+    steps = a.steps or (60 if a.quick else base.steps)
+    splits = data.splits(base.n_train, base.n_test, base.seed, base.modes, sources=base.sources)
+    out = base.out_modes or base.modes
+    rows: list[tuple[str, dict[str, Any]]] = []
+    floor = {
+        "held": float(data.relative_l2(splits.test.target(out), splits.test.g).mean()),
+        "ood": float(data.relative_l2(splits.ood.target(out), splits.ood.g).mean()),
+        "params": 0,
+        "time": 0.0,
+    }
+    rows.append((f"truncation floor ({out} modes)", floor))
+    rows.append(("least squares (closed form)", least_squares(splits, out)))
+    variants = [
+        ("linear path alone", base.replace(rank=12, correction=False)),
+        ("Funcformer alone (default)", base),
+        ("linear path + Funcformer", base.replace(rank=12)),
+    ]
+    if not a.skip_2d:
+        variants.append(("2D-domain Funcformer alone", base.replace(sequence="xy", key_size=0, value_size=0)))
+    for name, cfg in variants:
+        print(f"training {name} for {steps} steps ...", flush=True)
+        rows.append((name, trained(cfg, splits, steps)))
+    print(f"\n{base.n_train} training pairs, {steps} steps per trained row, {a.threads} thread(s)")
+    print(f"{'model':34s} {'held-out':>10s} {'OOD':>10s} {'params':>9s} {'time':>8s}")
+    for name, r in rows:
+        print(f"{name:34s} {r['held']:10.2e} {r['ood']:10.2e} {r['params']:9d} {r['time']:7.1f}s")
+    alone = dict(rows)["Funcformer alone (default)"]["held"]
+    print(f"result: funcformer_alone_held_out {alone:.3g} (target <= {TARGET:g})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
