@@ -21,7 +21,17 @@ axis ``Y`` its *features* (a continuum of features ``y``) -- the design source's
 embedding: attention has no other way to know *where* a coefficient row sits, and an operator such as
 :math:`\Delta^{-1}` needs it (FNO appends the grid coordinates for the same reason; Li et al. 2020).
 
-There is no attention or MLP code here: only the choice of structures.
+There is no attention or MLP code here: only the choice of structures. The same class is the
+Funcformer over a 2D *domain*: with ``sequence = Pairs(X, Y)`` (:class:`~applicative.Pairs`, one axis whose
+positions are the points ``(x, y)`` of the square) and ``features`` a :class:`~instances.Vector` of channels,
+attention integrates over the whole square -- the shape of the field's Transformer operators (Galerkin
+Transformer, Transolver) -- and the input is ``Field[Pairs(X, Y), Channels]``::
+
+    Funcformer(Pairs(X(24), Y(24)), Vector(1), Vector(64), Vector(128), FuncformerConfig(normalise=...))
+
+With :class:`~applicative.LinearAttention` the attention is the Galerkin form ``q(x) ∫ k(t) v(t)ᵀ dt``, linear
+in the number of positions; its rank along the sequence is at most the key size per head (times the heads),
+so a linear operator on ``n`` positions needs keys of ``n`` per head (``FuncformerConfig.key``).
 
 For a *linear* operator (Poisson's :math:`\Delta^{-1}`), :class:`SeparableLinear` is the linear path a
 model adds beside the Transformer: :math:`u \mapsto \sum_{r<R} A_r u B_r^T` on the coefficient matrix, a

@@ -17,6 +17,7 @@ from examples.poisson import data, families, generalise, train
 from examples.poisson.config import PRESETS
 from examples.poisson.model import PoissonModel
 from examples.poisson.solver import PoissonSolver, lobatto_points
+from instances import Vector
 from models.funcformer import SeparableLinear, unit_scaled
 
 TINY = PRESETS["tiny"].replace(dtype="float64")
@@ -42,7 +43,7 @@ def test_separable_linear_against_numpy() -> None:
 @pytest.mark.parametrize("correction", [True, False])
 def test_scale_equivariance_across_four_decades(correction: bool) -> None:
     """``model(c f) = c model(f)`` for ``c`` in ``1e-2 .. 1e2``, with or without the nonlinear Transformer."""
-    model = _model(correction=correction)
+    model = _model(rank=3, correction=correction)
     f = families.draw("flat", 3, seed=2)
     with torch.no_grad():
         base = model(f)
@@ -52,7 +53,7 @@ def test_scale_equivariance_across_four_decades(correction: bool) -> None:
 
 
 def test_without_the_transformer_the_model_is_exactly_linear() -> None:
-    model = _model(correction=False)
+    model = _model(rank=3, correction=False)
     f1, f2 = families.draw("flat", 2, seed=3), families.draw("sines", 2, seed=4)
     with torch.no_grad():
         torch.testing.assert_close(model(2 * f1 - 3 * f2), 2 * model(f1) - 3 * model(f2), rtol=1e-10, atol=1e-12)
@@ -150,7 +151,7 @@ def test_training_law_excites_every_mode_and_is_seeded() -> None:
 
 
 def test_short_training_of_the_linear_path_generalises(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cfg = PRESETS["tiny"].replace(steps=150, n_train=128, batch=32, lr=3e-2, correction=False, eval_every=150)
+    cfg = PRESETS["tiny"].replace(steps=150, n_train=128, batch=32, lr=3e-2, rank=12, correction=False, eval_every=150)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     before = generalise.table(train.build(cfg, splits, torch.device("cpu")).model, 16)
     model = train.train(cfg, splits, tmp_path, progress=False).model
@@ -164,3 +165,39 @@ def test_generalise_command_line_errors(tmp_path, capsys) -> None:  # type: igno
     assert generalise.main(["--out", str(tmp_path / "none")]) == 2
     assert "no checkpoint there" in capsys.readouterr().err
     assert generalise.main(["--out", str(tmp_path), "--count", "0"]) == 2
+
+
+def test_the_funcformer_alone_reads_and_writes_its_domain_modes() -> None:
+    """``domain_modes``: the source zero-padded to ``m x m`` and an ``m``-mode output, heads with keys of ``m``."""
+    model = _model(rank=0, domain_modes=TINY.out_modes, key_size=TINY.out_modes)
+    m = TINY.out_modes
+    assert model.net.sequence.size == m and model.net.features.size == m
+    assert model.net.transformer.layers[0].self_attn.key == Vector(m)
+    f = families.draw("flat", 2, seed=6)
+    with torch.no_grad():
+        got = model(f)
+        torch.testing.assert_close(got, model(torch.nn.functional.pad(f, (0, m - 16, 0, m - 16))), rtol=0, atol=0)
+    assert got.shape == (2, m, m)
+
+
+@pytest.mark.parametrize("normalise", ["softmax", "linear"])
+def test_two_dimensional_domain_funcformer_attends_over_the_square(normalise: str) -> None:
+    """``sequence=xy``: the sequence is ``Pairs(X, Y)`` and the features one channel; a softmax lowers to one
+    fused call per layer (keys at the product quadrature grid), the linear attention to none (Galerkin)."""
+    from unittest import mock
+
+    import torch.nn.functional as nnf
+
+    from applicative import Pairs
+
+    model = _model(rank=0, sequence="xy", normalise=normalise, domain_modes=6, modes=6, out_modes=8)
+    assert model.net.sequence == Pairs(model.domain.a, model.domain.b)
+    assert model.net.features == Vector(1)
+    f = torch.randn(3, 6, 6, dtype=torch.float64)
+    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+        with torch.no_grad():
+            g = model(f)
+    assert spy.call_count == (TINY.depth if normalise == "softmax" else 0)
+    assert g.shape == (3, 8, 8)
+    with torch.no_grad():  # homogeneous by construction, as the 1D model
+        torch.testing.assert_close(model(7.0 * f), 7.0 * g, rtol=1e-10, atol=1e-14)
