@@ -1,4 +1,4 @@
-"""Structures and rings: vectors, Chebyshev series, trees, distributions, quantum states, padded sequences;
+"""Structures and rings: vectors, Chebyshev series, trees, DAGs, distributions, quantum states, padded sequences;
 tropical, log and complex semirings.
 
 Each structure module writes only its contract (:mod:`applicative._structure`);
@@ -7,6 +7,7 @@ import the structure (never the other way round).
 """
 
 from ._chebarbitrary import ChebyshevArbitrary
+from ._dag_arbitrary import DAGArbitrary
 from ._distribution_arbitrary import DistributionArbitrary
 from ._padded_arbitrary import PaddedArbitrary
 from ._product_arbitrary import ProductArbitrary
@@ -14,6 +15,7 @@ from ._quantum_arbitrary import QuantumArbitrary
 from ._tree_arbitrary import TreeArbitrary
 from .chebyshev import Chebyshev, CoefficientSoftmax
 from .continuous import gaussian_mixture, normal_points, quadrature
+from .dag import DAG, DAGLevel, DAGSchedule
 from .distribution import Distribution, Product, product, pushforward
 from .expression import Expressions, by_op
 from .padded import Padded
@@ -24,6 +26,7 @@ from .vector import Vector
 
 __all__ = [
     "COMPLEX",
+    "DAG",
     "LOG",
     "MAX_PLUS",
     "MIN_PLUS",
@@ -31,6 +34,9 @@ __all__ = [
     "ChebyshevArbitrary",
     "CoefficientSoftmax",
     "Complex",
+    "DAGArbitrary",
+    "DAGLevel",
+    "DAGSchedule",
     "Distribution",
     "DistributionArbitrary",
     "Expressions",
