@@ -50,10 +50,31 @@ def test_labels_are_the_exact_dag_and_tree_folds_and_the_sharing_is_real() -> No
 def test_the_program_runs(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     results = main(
-        ["--steps", "4", "--train", "200", "--test", "40", "--width", "8", "--hidden", "8", "--json", str(out)]
+        [
+            "--models",
+            "dag,tree",
+            "--steps",
+            "4",
+            "--train",
+            "200",
+            "--test",
+            "40",
+            "--width",
+            "8",
+            "--hidden",
+            "8",
+            "--json",
+            str(out),
+        ]
     )
     assert [r.model for r in results] == ["dag", "tree"]
     assert results[0].parameters == results[1].parameters  # the same cell on both sides
     assert out.exists() and set(results[0].accuracy) == {"depth 1-4", "depth 5", "depth 6"}
     with pytest.raises(SystemExit):
-        main(["--models", "gnn,dag"])
+        main(["--models", "rnn,dag"])
+
+
+def test_the_gnn_peer_runs() -> None:
+    pytest.importorskip("torch_geometric")
+    (r,) = main(["--models", "gnn", "--steps", "3", "--batch", "16", "--train", "100", "--test", "20", "--width", "8"])
+    assert r.model == "gnn" and r.parameters > 0

@@ -6,20 +6,23 @@ accuracy on depths 1-4 and on depths 5 and 6, never seen in training, with each 
 
 * ``dag``: :class:`models.DAGFold` on the circuit as a :class:`instances.DAG` -- every node computed once;
 * ``tree``: :class:`models.TreeFold` on the circuit unrolled into its expression tree
-  (:class:`instances.Expressions`) -- every shared subexpression recomputed once per path.
+  (:class:`instances.Expressions`) -- every shared subexpression recomputed once per path;
+* ``gnn``: the message-passing peer, a gated relational graph network from PyTorch Geometric with as many
+  rounds as the batch's deepest circuit (:mod:`examples.circuits.gnn`; the ``bench`` extra).
 
 Both compute the same function of the same parameters (the unrolled tree's fold equals the DAG's fold for
 any cell), so they should learn alike; what differs is the cost, which grows with the tree (up to ``2^depth``
 leaves) for one and with the circuit (``3 depth + 1`` nodes) for the other. Only the output's value is
 supervised. A plain loop: Adam, cosine decay, batch 128, one thread by default.
 
-Options: ``--steps``, ``--models dag,tree``, ``--width``, ``--hidden``, ``--seed``, ``--threads``,
+Options: ``--steps``, ``--models dag,tree,gnn``, ``--width``, ``--hidden``, ``--seed``, ``--threads``,
 ``--json PATH`` (write the report).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import random
@@ -37,6 +40,7 @@ from instances import DAG, Expressions, Vector
 from models import DAGFold, TreeFold
 
 from .data import OPS, Circuit, dag_batch, generate, tree_batch, tree_size
+from .gnn import CircuitGNN
 
 TRAIN_DEPTHS = (1, 2, 3, 4)
 TEST_DEPTHS = (5, 6)
@@ -61,6 +65,9 @@ class Classifier(nn.Module):
     def __init__(self, kind: str, width: int, hidden: int) -> None:
         super().__init__()
         self.kind = kind
+        if kind == "gnn":
+            self.gnn = CircuitGNN(width, len(OPS))
+            return
         state, cell_hidden = Vector(width), Vector(hidden)
         fold = DAGFold if kind == "dag" else TreeFold
         self.fold = fold(Digits(), state, cell_hidden, len(OPS))
@@ -68,6 +75,9 @@ class Classifier(nn.Module):
 
     def forward(self, structure: DAG | Expressions, digits: Tensor) -> Tensor:
         x = nnf.one_hot(digits, 10).to(torch.float32)
+        if self.kind == "gnn":
+            assert isinstance(structure, DAG)
+            return self.gnn(structure, digits)  # type: ignore[no-any-return]
         if isinstance(structure, DAG):
             assert isinstance(self.fold, DAGFold)
             out = structure.last(self.fold(structure, Field(x, (structure, Digits()))))
@@ -78,7 +88,7 @@ class Classifier(nn.Module):
 
 
 def batches(kind: str, circuits: Sequence[Circuit]) -> tuple[DAG | Expressions, Tensor, Tensor]:
-    return dag_batch(circuits) if kind == "dag" else tree_batch(circuits)
+    return tree_batch(circuits) if kind == "tree" else dag_batch(circuits)
 
 
 def accuracy(model: Classifier, circuits: Sequence[Circuit], chunk: int = 500) -> tuple[float, float]:
@@ -125,14 +135,18 @@ def main(argv: Sequence[str] | None = None) -> list[Result]:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--train", type=int, default=20000, help="training circuits")
     p.add_argument("--test", type=int, default=2000, help="circuits per test split")
-    p.add_argument("--models", default="dag,tree")
+    p.add_argument("--models", default="dag,tree,gnn", help="dag, tree, gnn (needs torch_geometric: the bench extra)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None, help="write the report here")
     args = p.parse_args(argv)
     kinds = args.models.split(",")
-    if args.steps < 1 or args.batch < 1 or not kinds or any(k not in ("dag", "tree") for k in kinds):
-        p.error(f"need --steps >= 1, --batch >= 1 and --models from dag,tree; got {args.steps}, {args.batch}, {kinds}")
+    if args.steps < 1 or args.batch < 1 or not kinds or any(k not in ("dag", "tree", "gnn") for k in kinds):
+        p.error(
+            f"need --steps >= 1, --batch >= 1 and --models from dag,tree,gnn; got {args.steps}, {args.batch}, {kinds}"
+        )
+    if "gnn" in kinds and importlib.util.find_spec("torch_geometric") is None:
+        p.error('--models gnn needs PyTorch Geometric: pip install -e ".[bench]" (or leave gnn out of --models)')
     torch.set_num_threads(args.threads)
     data = generate(args.train, TRAIN_DEPTHS, seed=args.seed)
     tests = {"depth 1-4": generate(args.test, TRAIN_DEPTHS, seed=args.seed + 1000)}
