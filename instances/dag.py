@@ -156,15 +156,21 @@ class DAG(Structure):
                 "pass operations= the number of distinct operations"
             )
         ch = torch.where(internal.unsqueeze(-1), ch, -1)  # sources and padding: no children
-        computed = _levels(ch, internal)
-        if level is not None:
+        if level is None:
+            lv = _levels(ch, internal)
+        else:
             _integer("level", level, f"{(*batch, n)}")
-            if tuple(level.shape) != (*batch, n) or not bool((level.to(device) == computed)[valid].all()):
+            if tuple(level.shape) != (*batch, n):
+                raise StructureError(f"DAG: level must have shape {(*batch, n)}, got {tuple(level.shape)}")
+            lv = torch.where(valid, level.to(device, torch.int64), 0)
+            # one pass suffices: in topological order, a level equal to 1 + its children's everywhere is the level
+            kids = lv.gather(-1, ch.clamp(min=0).flatten(-2)).reshape(*batch, n, 2).amax(-1)
+            if not bool((lv == torch.where(internal, kids + 1, 0)).all()):
                 raise StructureError(
                     "DAG: level disagrees with the children (0 at a source, 1 + the larger child level at an "
                     "operation node); leave level=None to have it computed"
                 )
-        self._set(ch, o, computed, c, operations)
+        self._set(ch, o, lv, c, operations)
 
     def _set(self, children: Tensor, ops: Tensor, level: Tensor, count: Tensor, operations: int) -> None:
         self.size = children.shape[-2]
@@ -188,6 +194,7 @@ class DAG(Structure):
         n = max(len(d) for d in dags)
         children: list[list[tuple[int, int]]] = []
         ops: list[list[int]] = []
+        levels: list[list[int]] = []
         for b, nodes in enumerate(dags):
             row, codes = [(-1, -1)] * n, [0] * n
             for i, node in enumerate(nodes):
@@ -201,12 +208,14 @@ class DAG(Structure):
                 codes[i], row[i] = names[node[0]], (node[1], node[2])
             children.append(row)
             ops.append(codes)
+            levels.append(_list_levels(row, len(nodes), b))
         count = torch.tensor([len(d) for d in dags], dtype=torch.int64)
         return cls(
             torch.tensor(children, dtype=torch.int64, device=device),
             torch.tensor(ops, dtype=torch.int64, device=device),
             len(names),
             count.to(device),
+            torch.tensor(levels, dtype=torch.int64, device=device),  # checked in one pass, not relaxed
         )
 
     # ---- views -------------------------------------------------------------------
@@ -335,6 +344,20 @@ class DAG(Structure):
 def _integer(name: str, t: object, shape: str) -> None:
     if not isinstance(t, Tensor) or t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
         raise StructureError(f"DAG: {name} must be an integer tensor {shape}, got {summary(t)}")
+
+
+def _list_levels(row: list[tuple[int, int]], count: int, b: int) -> list[int]:
+    """Levels of one DAG written as lists (padding 0), in one pass; the constructor re-checks them."""
+    out = [0] * len(row)
+    for i, (a, c) in enumerate(row[:count]):
+        if a >= 0 and c >= 0:
+            if not (a < i and c < i):
+                raise StructureError(
+                    f"DAG.from_lists: node {i} of DAG {b} reads node {max(a, c)}; nodes must be in topological "
+                    "order (every child an earlier node)"
+                )
+            out[i] = 1 + max(out[a], out[c])
+    return out
 
 
 def _levels(children: Tensor, internal: Tensor) -> Tensor:

@@ -310,6 +310,8 @@ def test_bad_input_is_refused() -> None:
         DAG.from_lists([[None, ("^", 0, 0)]], NAMES)
     with pytest.raises(StructureError, match="non-empty list"):
         DAG.from_lists([], NAMES)
+    with pytest.raises(StructureError, match="topological"):
+        DAG.from_lists([[None, ("+", 1, 0)]], NAMES)
     d = DAG(two, ops, 1)
     assert d.level.tolist() == [[0, 0, 1]]  # a correct level is accepted
     assert DAG(two, ops, 1, level=torch.tensor([[0, 0, 1]])).equals(d)
