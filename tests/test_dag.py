@@ -330,3 +330,16 @@ def test_dag_is_lawful() -> None:
     report = check_laws(DAGArbitrary(), max_examples=10)
     assert report.status("fused = generic (S keys)") != "n/a"
     assert report.status("additivity") != "n/a" and report.status("softmax") != "n/a"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_the_fold_on_cuda_equals_the_cpu_fold() -> None:
+    rng = random.Random(9)
+    dags = [random_dag(rng, rng.randint(1, 30)) for _ in range(200)]
+    d = DAG.from_lists(dags, NAMES)
+    x = Field(sources(rng, dags, d.size), (d,))
+    want = d.fold(x, BATCHED).tensor
+    moved = x.to("cuda")
+    dc = moved.structures[0]
+    assert isinstance(dc, DAG) and dc.children.is_cuda
+    torch.testing.assert_close(dc.fold(moved, BATCHED).tensor.cpu(), want)
