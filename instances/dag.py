@@ -305,6 +305,9 @@ class DAG(Structure):
 
         Returns:
             ``DAG x ...``: each node's value (sources: their input; padding: as in ``x``).
+
+        Under ``torch.compile`` the first fold of a DAG builds its schedule, which reads the level sizes on
+        the host (a graph break); build it beforehand (``dag.schedule``) and the fold traces as one graph.
         """
         dag, rest = x.structures[0], x.axes[1:]
         if not isinstance(dag, DAG) or not (dag is self or dag == self or dag.equals(self)):
