@@ -71,7 +71,7 @@ class Ours(nn.Module):
 
     def forward(self, g: Graph, marks: Tensor) -> Tensor:
         x = Field(nnf.one_hot(marks, 2).to(torch.float32), (g, Features()))
-        return self.net(x).tensor  # type: ignore[no-any-return]  # (B, n, 2) logits
+        return self.net(x).tensor  # (B, n, 2) logits
 
 
 class PyG(nn.Module):
