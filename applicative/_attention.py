@@ -73,6 +73,14 @@ class Normalise(abc.ABC):
         """``is_causal`` for a fused softmax kernel; ``None`` when this is not a softmax."""
         return None
 
+    def lower(self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Field[*I, G] | None:
+        """A kernel of this normalisation's own for the whole attention (``None``, the default: none).
+
+        Tried first by :func:`attention` with ``fused=True``; it must equal the generic definition
+        (a sparse mask's edge-list kernel, say: ``instances.EdgeSoftmax``).
+        """
+        return None
+
 
 def _last(scores: Field[*I, F]) -> Structure:
     return scores.structures[-1]
@@ -216,6 +224,9 @@ def attention(
     check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
+    own = normalise.lower(queries, keys, values) if fused else None
+    if own is not None:
+        return own
 
     if fused and normalise.associative:
         return _galerkin(normalise, queries, keys, values)

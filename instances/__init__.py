@@ -1,5 +1,5 @@
-"""Structures and rings: vectors, Chebyshev series, trees, distributions, quantum states, padded sequences;
-tropical, log and complex semirings.
+"""Structures and rings: vectors, Chebyshev series, trees, DAGs, graphs, distributions, quantum states,
+padded sequences; tropical, log and complex semirings.
 
 Each structure module writes only its contract (:mod:`applicative._structure`);
 the law checker's arbitraries live in modules of their own beside it, which
@@ -7,15 +7,19 @@ import the structure (never the other way round).
 """
 
 from ._chebarbitrary import ChebyshevArbitrary
+from ._dag_arbitrary import DAGArbitrary
 from ._distribution_arbitrary import DistributionArbitrary
+from ._graph_arbitrary import GraphArbitrary
 from ._padded_arbitrary import PaddedArbitrary
 from ._product_arbitrary import ProductArbitrary
 from ._quantum_arbitrary import QuantumArbitrary
 from ._tree_arbitrary import TreeArbitrary
 from .chebyshev import Chebyshev, CoefficientSoftmax
 from .continuous import gaussian_mixture, normal_points, quadrature
+from .dag import DAG, DAGLevel, DAGSchedule
 from .distribution import Distribution, Product, product, pushforward
 from .expression import Expressions, by_op
+from .graph import EdgeSoftmax, Graph
 from .padded import Padded
 from .quantum import Quantum
 from .rings import COMPLEX, LOG, MAX_PLUS, MIN_PLUS, Complex, LogSemiring, MaxPlus, MinPlus, RealPartSoftmax
@@ -24,6 +28,7 @@ from .vector import Vector
 
 __all__ = [
     "COMPLEX",
+    "DAG",
     "LOG",
     "MAX_PLUS",
     "MIN_PLUS",
@@ -31,9 +36,15 @@ __all__ = [
     "ChebyshevArbitrary",
     "CoefficientSoftmax",
     "Complex",
+    "DAGArbitrary",
+    "DAGLevel",
+    "DAGSchedule",
     "Distribution",
     "DistributionArbitrary",
+    "EdgeSoftmax",
     "Expressions",
+    "Graph",
+    "GraphArbitrary",
     "LogSemiring",
     "MaxPlus",
     "MinPlus",

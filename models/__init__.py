@@ -1,6 +1,7 @@
 """Models written once over any structures: the Transformer family."""
 
 from .crossmodal import CrossModal, CrossModalConfig
+from .dagfold import DAGFold
 from .diagram import Diagram, diagram, render
 from .funcformer import Funcformer, FuncformerConfig, SeparableLinear, funcformer, unit_scaled
 from .ipa import IPAColumn, IPALayer, IPARow
@@ -35,6 +36,7 @@ from .zoo import (
 __all__ = [
     "CrossModal",
     "CrossModalConfig",
+    "DAGFold",
     "DecoderLayer",
     "Diagram",
     "EncoderDecoder",

@@ -1,0 +1,234 @@
+"""Graphs: signals on the nodes of per-example graphs, with attention restricted to edges.
+
+A :class:`Graph` is the index set of a batch of graphs' nodes (``n`` slots, ``count[b]`` of them real in
+example ``b``) with the counting measure on the real ones -- the :class:`Padded` contract, so every law
+(functor, applicative, counit, fusion, attention) applies as it does there and everything is derived.
+Its per-example data also holds directed edges ``(source j, target i)``; they matter only to the
+normalisation that reads them:
+
+:class:`EdgeSoftmax` -- attention along edges: query node ``i`` attends to the sources of its in-edges,
+
+    a_ij = exp(s_ij) / Σ_{j' -> i} exp(s_ij'),   s_ij = scale · q_i · k_j,   o_i = Σ_{j -> i} a_ij v_j,
+
+(``o_i = 0`` for a node with no in-edge; add self-loops to let a node see itself; repeated edges count
+with their multiplicity). Its generic definition masks the dense ``n x n`` scores (the specification,
+used with ``attention(..., fused=False)``); its lowering (:meth:`EdgeSoftmax.lower`, the hook
+:meth:`applicative.Normalise.lower`) never forms them: one gather of ``q`` at each edge's target and ``k``,
+``v`` at its source, a segment softmax over the edges into each target (``scatter_reduce`` max,
+``index_add`` sums), and one ``index_add`` of the weighted values -- time and memory linear in the edges.
+So ``models.encoder(..., normalise=EdgeSoftmax(d ** -0.5))`` on ``Field[Graph, Model]`` is a graph
+Transformer (Dwivedi & Bresson 2021's sparse attention) with no new attention code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar, TypeVarTuple, cast, final
+
+import torch
+import torch.nn.functional as nnf
+from torch import Tensor
+
+from applicative import Field, Normalise, Structure, StructureError
+from applicative._errors import summary
+from applicative._tensor import broadcast_shape
+
+F = TypeVar("F", bound=Structure)
+G = TypeVar("G", bound=Structure)
+H = TypeVar("H", bound=Structure)
+I = TypeVarTuple("I")
+
+__all__ = ["EdgeSoftmax", "Graph"]
+
+
+@final
+class Graph(Structure):
+    """Node signals on a batch of graphs of at most ``size`` nodes.
+
+    Args:
+        size: node slots ``n`` (the tensor axis).
+        edges: ``(*batch, E, 2)`` integer ``(source, target)`` rows; ``-1, -1`` rows are padding.
+        count: ``(*batch,)`` nodes per example in ``[1, n]`` (default ``n``); edges must join real nodes.
+
+    Raises:
+        StructureError: on a wrong shape or dtype, half-padded edge rows, or an edge to a node that is not there.
+    """
+
+    def __init__(self, size: int, edges: Tensor, count: Tensor | Sequence[int] | None = None) -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise StructureError(f"Graph: size must be a positive int, got {size!r:.40}")
+        if not isinstance(edges, Tensor) or edges.dtype.is_floating_point or edges.dtype == torch.bool:
+            raise StructureError(f"Graph: edges must be an integer tensor (*batch, E, 2), got {summary(edges)}")
+        if edges.ndim < 2 or edges.shape[-1] != 2:
+            raise StructureError(
+                f"Graph: edges must have shape (*batch, E, 2) ((source, target) rows), got {tuple(edges.shape)}"
+            )
+        batch = tuple(edges.shape[:-2])
+        e = edges.to(torch.int64).clone()
+        if count is None:
+            c = torch.full(batch, size, dtype=torch.int64, device=e.device)
+        else:
+            c = count if isinstance(count, Tensor) else torch.tensor(list(count), dtype=torch.int64)
+            if tuple(c.shape) != batch or c.dtype.is_floating_point:
+                raise StructureError(f"Graph: count must be integers of shape {batch}, got {summary(c)}")
+            c = c.to(e.device, torch.int64)
+            if bool(((c < 1) | (c > size)).any()):
+                raise StructureError(f"Graph: every count must lie in [1, {size}]")
+        pad = (e < 0).all(-1)
+        if bool(((e < 0).any(-1) & ~pad).any()):
+            raise StructureError("Graph: an edge row has one index -1; padding rows are -1 -1, real ones two nodes")
+        if bool(((e >= c[..., None, None]) & ~pad[..., None]).any()):
+            raise StructureError(
+                f"Graph: an edge joins a node at or beyond its example's count (the nodes are 0 .. count - 1 of {size})"
+            )
+        self.size, self.edges, self.count = size, torch.where(pad[..., None], -1, e), c
+
+    @classmethod
+    def from_lists(cls, edges: Sequence[Sequence[tuple[int, int]]], counts: Sequence[int]) -> Graph:
+        """A batch from edge lists ``[(source, target), ...]`` and node counts, one per example."""
+        if len(edges) != len(counts) or not counts:
+            raise StructureError(f"Graph.from_lists: need one edge list per count, got {len(edges)} and {len(counts)}")
+        e = max(1, *(len(x) for x in edges))
+        rows = [list(x) + [(-1, -1)] * (e - len(x)) for x in edges]
+        return cls(max(counts), torch.tensor(rows, dtype=torch.int64).reshape(len(rows), e, 2), counts)
+
+    def with_self_loops(self) -> Graph:
+        """The same graphs with an edge ``i -> i`` at every real node."""
+        i = torch.arange(self.size, device=self.edges.device).expand(*self.batch_shape, self.size)
+        i = torch.where(self.mask, i, -1)
+        return self.with_data((torch.cat([self.edges, torch.stack([i, i], -1)], -2), self.count))
+
+    @property
+    def mask(self) -> Tensor:
+        """``(*batch, n)``: ``True`` at real nodes."""
+        return torch.arange(self.size, device=self.count.device) < self.count.unsqueeze(-1)
+
+    def adjacency(self) -> Tensor:
+        """``(*batch, n, n)`` edge multiplicities ``A[i, j]`` of ``j -> i`` (dense: for references and the spec)."""
+        batch = self.count.numel()
+        e = self.edges.reshape(batch, -1, 2)
+        valid = e[..., 0] >= 0
+        flat = (torch.arange(batch, device=e.device)[:, None] * self.size + e[..., 1]) * self.size + e[..., 0]
+        a = torch.zeros(batch * self.size * self.size, dtype=torch.int64, device=e.device)
+        a.index_add_(0, flat[valid], torch.ones_like(flat[valid]))
+        return a.reshape(*self.batch_shape, self.size, self.size)
+
+    # ---- the contract -------------------------------------------------------------------
+
+    def data(self) -> tuple[Tensor, ...]:
+        return (self.edges, self.count)
+
+    def with_data(self, data: tuple[Tensor, ...]) -> Graph:
+        g = Graph.__new__(Graph)
+        g.size, g.edges, g.count = self.size, data[0], data[1]
+        return g
+
+    def static(self) -> Hashable:
+        return (self.size, tuple(self.edges.shape))
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.count.shape
+
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
+        """``0`` at real nodes, ``-inf`` at padding: ``(*batch, n)``."""
+        valid = self.mask.to(device)
+        return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
+
+    @classmethod
+    def concat(cls, structures: Sequence[Graph]) -> Graph:
+        """Batches joined along their first axis, padded to the most nodes and edges."""
+        if any(not isinstance(g, Graph) or not g.batch_shape for g in structures):
+            raise StructureError(f"cannot concatenate {[repr(g) for g in structures][:3]}: graph batches needed")
+        e = max(g.edges.shape[-2] for g in structures)
+        out = Graph.__new__(Graph)
+        out.size = max(g.size for g in structures)
+        out.edges = torch.cat([nnf.pad(g.edges, (0, 0, 0, e - g.edges.shape[-2]), value=-1) for g in structures])
+        out.count = torch.cat([g.count for g in structures])
+        return out
+
+    def __repr__(self) -> str:
+        return f"Graph({self.size}, batch={tuple(self.batch_shape)}, edges<={self.edges.shape[-2]})"
+
+
+@dataclass(frozen=True)
+class EdgeSoftmax(Normalise):
+    """``softmax(scale * s)`` over each query node's in-edges of a :class:`Graph` (see the module)."""
+
+    scale: float = 1.0
+
+    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
+        """The definition on dense scores ``... x Graph x Graph``: non-edges masked, rows without edges zero."""
+        g = _graph_axes(scores.structures[-2:], "EdgeSoftmax")
+        t = scores.tensor
+        a = g.adjacency().to(t.dtype)  # (*batch, n, n) multiplicities
+        a = a.reshape(*a.shape[:-2], *[1] * (t.ndim - a.ndim), *a.shape[-2:])
+        s = (t * self.scale).masked_fill(a == 0, float("-inf"))
+        m = s.amax(-1, keepdim=True)
+        p = a * torch.exp(s - torch.where(torch.isfinite(m), m, 0))
+        return scores.with_tensor(p / p.sum(-1, keepdim=True).clamp_min(torch.finfo(t.dtype).tiny))
+
+    def sdpa_causal(self) -> bool | None:
+        return None  # not a dense softmax: it lowers through its own edge kernel
+
+    def lower(self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Field[*I, G] | None:
+        """Attention along the edges in time and memory linear in them (no ``n x n`` tensor)."""
+        g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
+        out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, self.scale)
+        return cast("Field[*I, G]", Field._of(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+def _graph_axes(axes: Sequence[Structure], op: str) -> Graph:
+    g = axes[0]
+    if not isinstance(g, Graph) or any(not isinstance(a, Graph) or not (a is g or a == g) for a in axes):
+        raise StructureError(
+            f"{op}: attention along edges needs queries, keys and values on one Graph (self-attention over its "
+            f"nodes), got {[repr(a) for a in axes]}"
+        )
+    return g
+
+
+def edge_attention(q: Tensor, k: Tensor, v: Tensor, graph: Graph, scale: float) -> Tensor:
+    """``o_i = Σ_{j -> i} softmax_j(scale q_i·k_j) v_j`` by a segment softmax over the edge list.
+
+    Args:
+        q, k: ``(*batch, *extra, n, d)``; v: ``(*batch, *extra, n, g)``; ``batch`` the graph's, ``extra``
+            any axes between (attention heads).
+
+    Returns:
+        ``(*batch, *extra, n, g)``.
+    """
+    nb = len(graph.batch_shape)
+    shape = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch, extra = shape[:nb], shape[nb:]
+    if tuple(batch) != tuple(graph.batch_shape):
+        raise StructureError(
+            f"EdgeSoftmax: the values' leading axes {tuple(batch)} must be the graphs' batch "
+            f"{tuple(graph.batch_shape)} (one graph per example; heads and other axes come after it)"
+        )
+    n, b = graph.size, math.prod(graph.batch_shape)
+    x = math.prod(extra)
+
+    def rows(t: Tensor) -> Tensor:  # (*batch, *extra, n, c) -> (B n, X, c): one row per node
+        t = t.expand(*shape, *t.shape[-2:]).reshape(b, x, n, t.shape[-1])
+        return t.transpose(1, 2).reshape(b * n, x, t.shape[-1])
+
+    qr, kr, vr = rows(q), rows(k), rows(v)
+    e = graph.edges.reshape(b, -1, 2)
+    valid = (e[..., 0] >= 0).reshape(-1)
+    base = torch.arange(b, device=e.device)[:, None] * n
+    src = (base + e[..., 0].clamp(min=0)).reshape(-1)  # (B E,) rows of the nodes; padding points at row b n
+    dst = (base + e[..., 1].clamp(min=0)).reshape(-1)
+    s = (qr.index_select(0, dst) * kr.index_select(0, src)).sum(-1) * scale  # (B E, X)
+    s = s.masked_fill(~valid[:, None], float("-inf"))
+    index = dst[:, None].expand_as(s)
+    m = torch.full((b * n, x), float("-inf"), dtype=s.dtype, device=s.device)
+    m = m.scatter_reduce(0, index, s, "amax").detach()  # the max cancels in the softmax: no gradient through it
+    p = torch.exp(s - torch.where(torch.isfinite(m), m, 0).index_select(0, dst))  # 0 at padding edges
+    den = torch.zeros(b * n, x, dtype=s.dtype, device=s.device).index_add(0, dst, p)
+    out = torch.zeros(b * n, x, vr.shape[-1], dtype=vr.dtype, device=vr.device)
+    out = out.index_add(0, dst, p.unsqueeze(-1) * vr.index_select(0, src))
+    out = out / den.clamp_min(torch.finfo(den.dtype).tiny).unsqueeze(-1)  # nodes without in-edges: 0
+    return out.reshape(b, n, x, -1).transpose(1, 2).reshape(*batch, *extra, n, -1)
