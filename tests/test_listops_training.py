@@ -114,7 +114,7 @@ def test_command_line_sigterm_exits_143_and_the_rerun_resumes(
         (["--eval-every", "0"], "eval_every=0: must be >= 1"),
         (["--models", "tree-mean,bogus"], "no model 'bogus'"),
         (["--models", "vector,vector"], "vector named twice"),
-        (["--threads", "0"], "--threads '0': must be a positive integer"),
+        (["--threads", "0"], "argument --threads: 0 is out of range: must be in 1.."),
         (["--device", "cuda:7" if torch.cuda.is_available() else "cuda"], "--device cuda"),
         (["--device", "bogus"], "--device 'bogus': not a device"),
         (["--bogus"], "unrecognized arguments: --bogus"),

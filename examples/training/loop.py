@@ -27,7 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import torch
 from torch import Tensor
 
-from .checkpoint import FORMAT, CheckpointError, StateError, load_checkpoint, save_checkpoint
+from .checkpoint import FORMAT, CheckpointError, StateError, load_checkpoint, non_finite, save_checkpoint
 from .config import ConfigError, describe, differences
 from .distributed import SINGLE, Ranks
 from .errors import UserError
@@ -146,13 +146,13 @@ def fit(
     metrics: dict[str, float] = run.history[-1] if run.history else {}
     try:
         while run.step < target and not ranks.any(bool(caught), device):
-            loss = task.train_step()
+            loss = _guarded(task.train_step, task, run, path, fix)
             run.step += 1
             run.elapsed = time.perf_counter() - start
             at_eval = run.step % eval_every == 0 or run.step == steps
             at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
             if at_eval:
-                metrics = task.evaluate()
+                metrics = _guarded(task.evaluate, task, run, path, fix)
             if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
                 value = ranks.all_mean(loss).item()
                 bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
@@ -255,6 +255,24 @@ def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> No
         raise CheckpointError(f"{path}: its task state does not fit this job ({first[:160]}); {fix}") from None
     run.step, run.history, run.elapsed = blob["step"], list(blob["history"]), float(blob["elapsed"])
     run.resumed_from = run.saved = run.step
+
+
+R = TypeVar("R")
+
+
+def _guarded(call: Callable[[], R], task: Task, run: Progress, path: Path | None, fix: str) -> R:
+    """``call()``; an error it raises because the weights stopped being finite (a distribution refusing NaN
+    parameters, say) is :class:`Diverged`, saying what was kept, like a non-finite loss."""
+    try:
+        return call()
+    except (ValueError, RuntimeError, FloatingPointError) as e:
+        where = non_finite(task.state_dict(), "")
+        if where is None:
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:80]
+        raise Diverged(
+            f"training diverged at step {run.step + 1} ({where} not finite: {first}); {_kept(run, path)}; {fix}"
+        ) from None
 
 
 def _kept(run: Progress, path: Path | None) -> str:
