@@ -98,13 +98,13 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     except (EOFError, RuntimeError, zipfile.BadZipFile, OSError, ValueError, IndexError, KeyError, TypeError) as e:
         what_is = "empty" if path.exists() and path.stat().st_size == 0 else f"truncated or not a {what}"
         raise CheckpointError(f"{path}: cannot read it ({what_is}: {_first_line(e)[:120]}); {fix}") from None
-    bad = _non_finite(blob, "")
+    bad = non_finite(blob, "")
     if bad is not None:
         raise CheckpointError(f"{path}: {bad} holds NaN or infinite values: the {what} is damaged; {fix}")
     return blob
 
 
-def _non_finite(obj: Any, where: str) -> str | None:
+def non_finite(obj: Any, where: str = "") -> str | None:
     """The first place in ``obj`` (a nest of dicts, lists and tensors) with a non-finite float, if any."""
     if isinstance(obj, Tensor):
         if (obj.is_floating_point() or obj.is_complex()) and not bool(torch.isfinite(obj).all()):
@@ -114,7 +114,7 @@ def _non_finite(obj: Any, where: str) -> str | None:
         return None if math.isfinite(obj) else where or "the value"
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list | tuple) else ()
     for k, v in items:
-        found = _non_finite(v, f"{where}.{k}" if where else str(k))
+        found = non_finite(v, f"{where}.{k}" if where else str(k))
         if found is not None:
             return found
     return None
@@ -186,7 +186,7 @@ def check_like(template: Any, state: Any, where: str = "state") -> None:
     """Raise :class:`StateError` unless ``state`` has ``template``'s structure (keys, types, tensor shapes, dtypes).
 
     ``template`` is the state of a freshly built object (``model.state_dict()``); an empty dict in it
-    (an optimiser before its first step) accepts any dict, and ``None`` any value.
+    (an optimiser before its first step) accepts any dict, ``None`` any value; a string (a name) only itself.
     """
     if template is None:
         return
@@ -219,6 +219,10 @@ def check_like(template: Any, state: Any, where: str = "state") -> None:
             raise StateError(f"{where} is {n!r} entries, expected a list of {len(template)}")
         for i, (t, s) in enumerate(zip(template, state, strict=True)):
             check_like(t, s, f"{where}.{i}")
+        return
+    if isinstance(template, str):  # names (a schedule's phases, its annealing): the same names or nothing
+        if state != template:
+            raise StateError(f"{where} is {state!r:.40}, expected {template!r}")
         return
     kinds: tuple[type, ...] = (int, float) if type(template) is float else (type(template),)
     if type(state) not in kinds:
@@ -291,8 +295,8 @@ def _check_optimiser(optimiser: torch.optim.Optimizer, state: Any) -> None:
                 raise StateError(
                     f"{at}.{name} has shape {tuple(value.shape)}, expected its parameter's {tuple(params[key].shape)}"
                 )
-            if not isinstance(value, Tensor | int | float):
-                raise StateError(f"{at}.{name} is a {type(value).__name__}, expected a tensor or a number")
+            if not isinstance(value, Tensor):  # torch's optimisers keep tensors (the step count too)
+                raise StateError(f"{at}.{name} is {value!r:.40} ({type(value).__name__}), expected a tensor")
 
 
 # ---- load(run_dir): one route from a run directory to a model -------------------------------------
