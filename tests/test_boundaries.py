@@ -152,6 +152,8 @@ CATALOGUE = [
 #: inputs only one program has
 SPECIFIC = [
     ("examples.lm", Case("limit below a window", _needs(), ("--config", "limit=5"), "limit=5, context=")),
+    ("examples.tree_listops", Case("expressions past memory", _needs(), ("--config", "train=2000000000"), "must be <= 2000000")),  # noqa: E501
+    ("examples.uncertainty", Case("examples past memory", _needs(), ("--config", "train=2000000000"), "must be <= 10000000")),  # noqa: E501
     ("examples.quantum", Case("batch past memory", _needs(), ("--batch", "10000000000"), "argument --batch")),
     ("examples.quantum", Case("batch x states past memory", _needs(), ("--batch", "60000", "--qubits", "12"), "at most")),  # noqa: E501
     ("examples.semirings", Case("nodes past memory", _needs(), ("--nodes", "2000000"), "argument --nodes")),

@@ -19,7 +19,7 @@ Every user error is a :class:`UserError`: one line at the command line, never a 
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .cli import Parser, run_cli
-from .config import ConfigError, at_least, describe, override, validate
+from .config import ConfigError, at_least, between, describe, override, validate
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
 from .loop import Diverged, Interrupted, Record, Schedule, Task, Trained, check_resume, fit, fit_config
@@ -41,6 +41,7 @@ __all__ = [
     "Trained",
     "UserError",
     "at_least",
+    "between",
     "check_batch",
     "check_resume",
     "describe",

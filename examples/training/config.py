@@ -43,6 +43,11 @@ def at_least(default: Any, least: float) -> Any:
     return dataclasses.field(default=default, metadata={"min": least})
 
 
+def between(default: Any, least: float, most: float) -> Any:
+    """A dataclass field with ``default`` whose value must lie in ``least..most`` (checked by :func:`validate`)."""
+    return dataclasses.field(default=default, metadata={"min": least, "max": most})
+
+
 def _fields(config: object) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
     hints = typing.get_type_hints(type(config))
     return {f.name: (f, hints[f.name]) for f in dataclasses.fields(config)}  # type: ignore[arg-type]
