@@ -33,10 +33,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from applicative import StructureError
 from examples import lm, poisson
 from examples.poisson import data, train
 from examples.poisson.config import PRESETS
 from examples.training import CheckpointError, load_checkpoint
+from instances import Distribution
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = "run"  # every case's --out, relative to its temporary working directory
@@ -480,3 +482,12 @@ def test_solve_refuses_what_it_cannot_answer(source: Any, x: torch.Tensor, grid:
     }
     with pytest.raises(ValueError, match=re.escape(says)):
         poisson.solve(_Exact(), source, x, torch.linspace(-1, 1, 3), grid=None if grid is None else grids[grid])
+
+
+@pytest.mark.parametrize(
+    ("probs", "says"),
+    [("ab", "got the string 'ab'"), ([0.5, "a"], "a sequence of numbers"), (3, "a sequence of numbers")],
+)
+def test_distribution_of_what_is_not_probabilities_is_a_structure_error(probs: Any, says: str) -> None:
+    with pytest.raises(StructureError, match=re.escape(says)):
+        Distribution(probs)
