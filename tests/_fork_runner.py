@@ -17,9 +17,12 @@ import importlib.util
 import json
 import os
 import runpy
+import signal
 import sys
 import traceback
 
+#: the longest one case may take: each fails while checking its arguments, in well under a second
+CASE_SECONDS = 60
 PRELOAD = ("torch", "numpy", "scipy.sparse.csgraph", "tqdm", "applicative", "instances", "models", "examples.training")
 
 
@@ -27,6 +30,7 @@ def child(case: dict[str, object]) -> None:
     """In the forked process: run the case and exit with its status (never returns)."""
     code = 1
     try:
+        signal.alarm(CASE_SECONDS)  # a case that hangs dies of SIGALRM (status -14) instead of stalling the rest
         os.chdir(str(case["cwd"]))
         sys.path.insert(0, str(case["cwd"]))  # as `python -m` puts the working directory first
         for fd, name in ((1, "stdout"), (2, "stderr")):
