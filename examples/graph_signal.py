@@ -18,8 +18,8 @@ Run: ``python -m examples.graph_signal [--steps N]``; under a minute on a CPU.
 
 from __future__ import annotations
 
-import argparse
 import math
+import sys
 import time
 
 import torch
@@ -27,6 +27,8 @@ from torch import Tensor
 
 from applicative import Field, Structure, Vector, counit, pointwise2
 from applicative.laws import run_laws
+from examples.training import Parser, run_cli
+from examples.training.cli import bounded
 from models import encoder
 
 
@@ -78,13 +80,19 @@ def rel_l2(pred: Tensor, target: Tensor, nodes: Nodes) -> Tensor:
     return (counit(sq).tensor / counit(Field(target**2, (nodes,))).tensor).sqrt()
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--nodes", type=int, default=32)
+PROG = "python -m examples.graph_signal"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; a user error is one line on stderr (exit 2)."""
+    return run_cli(PROG, lambda: run(argv))
+
+
+def run(argv: list[str] | None) -> None:
+    parser = Parser(prog=PROG, description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=bounded(1, 10**6), default=1000, help="training steps (default 1000)")
+    parser.add_argument("--nodes", type=bounded(3, 4096), default=32, help="nodes on the circle, 3..4096 (default 32)")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.nodes < 3:
-        parser.error("--steps must be >= 1 and --nodes >= 3")
     g = torch.Generator().manual_seed(0)
     theta, nodes = circle(args.nodes, g)
     report = run_laws(nodes, max_examples=20, database=False)
@@ -116,4 +124,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -25,7 +25,6 @@ the sources stirring, the optimal filter settles to a fixed gain -- exactly of t
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import dataclass, replace
@@ -36,6 +35,7 @@ from numpy.polynomial import chebyshev as npcheb
 from tqdm import tqdm
 
 from applicative import Field, Vector, add, dot, scale
+from examples.training import Parser, run_cli
 from instances import Chebyshev
 from models import RNNCell, scan
 
@@ -162,8 +162,16 @@ def train(config: Config, progress: bool = True) -> dict[str, list[float]]:
     }
 
 
+PROG = "python -m examples.observer"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m examples.observer", description=__doc__.split("\n")[0])
+    """Run the demo; a user error is one line on stderr (exit 2)."""
+    return run_cli(PROG, lambda: run(argv))
+
+
+def run(argv: list[str] | None) -> int:
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--activation", choices=["identity", "tanh"], default=None)
     p.add_argument("--no-progress", action="store_true")

@@ -26,10 +26,13 @@ from torch import Tensor
 
 from applicative import REAL, Field, MultiHeadAttention, Vector, counit, mul
 from examples.training import Parser, run_cli
+from examples.training.cli import bounded, seed
 from examples.training.errors import UserError
 from instances import COMPLEX, Quantum, RealPartSoftmax
 
 PROG = "python -m examples.quantum"
+#: the most amplitudes (batch x 2^qubits) one run holds: 2^22 x 4 complex128 values = 256 MiB
+MAX_VALUES = 2**22
 
 
 def product_state(theta: Tensor) -> Quantum:
@@ -57,14 +60,15 @@ def observables(s: Quantum, batch: int) -> Field[Quantum, Vector]:
 
 def run(argv: list[str] | None) -> None:
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--qubits", type=int, default=3, help="number of qubits, 1..12 (default 3)")
-    p.add_argument("--batch", type=int, default=4, help="states per example batch (default 4)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--qubits", type=bounded(1, 12), default=3, help="number of qubits, 1..12 (default 3)")
+    p.add_argument("--batch", type=bounded(1, 2**16), default=4, help="states per example batch (default 4)")
+    p.add_argument("--seed", type=seed, default=0)
     args = p.parse_args(argv)
-    if not 1 <= args.qubits <= 12:
-        raise UserError(f"--qubits must be in 1..12, got {args.qubits}")
-    if args.batch < 1:
-        raise UserError(f"--batch must be at least 1, got {args.batch}")
+    if args.batch * 2**args.qubits > MAX_VALUES:  # the attention input: batch x 2^q x 4 complex numbers
+        raise UserError(
+            f"--batch {args.batch} with --qubits {args.qubits}: batch x 2^qubits must be at most {MAX_VALUES} "
+            f"(memory); use --batch {max(1, MAX_VALUES >> args.qubits)} or fewer"
+        )
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(args.seed)
     q, b = args.qubits, args.batch

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from applicative import Field, Ring, Vector, counit, mul_mm, mul_vm
 from examples.training import Parser, run_cli
+from examples.training.cli import bounded, seed
 from examples.training.errors import UserError
 from instances import LOG, MAX_PLUS, MIN_PLUS
 
@@ -152,16 +153,14 @@ def viterbi_numpy(hmm: HMM, obs: np.ndarray) -> float:
 
 def run(argv: list[str] | None) -> None:
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--nodes", type=int, default=40, help="graph nodes (default 40)")
+    dense = " (dense n x n matrices, cubed by Floyd-Warshall)"
+    p.add_argument("--nodes", type=bounded(2, 2000, dense), default=40, help="graph nodes, 2..2000 (default 40)")
     p.add_argument("--density", type=float, default=0.08, help="probability of each directed edge (default 0.08)")
-    p.add_argument("--states", type=int, default=6, help="HMM hidden states (default 6)")
-    p.add_argument("--symbols", type=int, default=4, help="HMM observation symbols (default 4)")
-    p.add_argument("--steps", type=int, default=2000, help="observation sequence length (default 2000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--states", type=bounded(1, 1000), default=6, help="HMM hidden states (default 6)")
+    p.add_argument("--symbols", type=bounded(1, 1000), default=4, help="HMM observation symbols (default 4)")
+    p.add_argument("--steps", type=bounded(2, 10**6), default=2000, help="observation sequence length (default 2000)")
+    p.add_argument("--seed", type=seed, default=0)
     args = p.parse_args(argv)
-    for name, least in (("nodes", 2), ("states", 1), ("symbols", 1), ("steps", 2)):
-        if getattr(args, name) < least:
-            raise UserError(f"--{name} must be at least {least}, got {getattr(args, name)}")
     if not 0.0 <= args.density <= 1.0:
         raise UserError(f"--density must be in [0, 1], got {args.density}")
     torch.set_num_threads(1)

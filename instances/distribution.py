@@ -67,6 +67,22 @@ from applicative import Field, Real, Structure, StructureError
 SUM_TOLERANCE = 1e-5
 
 
+def _as_probabilities(probs: object) -> Tensor:
+    """``probs`` (a sequence of numbers) as a float64 tensor, or a :class:`StructureError` saying what came."""
+    shown = repr(probs)[:80]
+    if isinstance(probs, str | bytes):
+        raise StructureError(
+            f"Distribution: probabilities must be numbers, got the string {shown}; pass e.g. Distribution([0.5, 0.5])"
+        )
+    try:
+        return torch.tensor(list(probs), dtype=torch.float64)  # type: ignore[call-overload]
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise StructureError(
+            f"Distribution: probabilities must be a tensor or a sequence of numbers, got {shown} "
+            f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); pass e.g. Distribution([0.5, 0.5])"
+        ) from None
+
+
 class Distribution(Structure):
     """``n`` outcomes with probabilities ``probs`` (shape ``(*batch, n)``, non-negative, summing to 1).
 
@@ -76,7 +92,7 @@ class Distribution(Structure):
     """
 
     def __init__(self, probs: Tensor | Sequence[float]) -> None:
-        p = probs if isinstance(probs, Tensor) else torch.tensor(list(probs), dtype=torch.float64)
+        p = probs if isinstance(probs, Tensor) else _as_probabilities(probs)
         if p.ndim < 1 or p.shape[-1] < 1:
             raise StructureError(
                 f"Distribution needs at least one outcome, got probabilities of shape {tuple(p.shape)}"

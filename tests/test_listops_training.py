@@ -20,6 +20,7 @@ import torch
 
 from examples import tree_listops
 from examples.training import CheckpointError, Interrupted, RunDir
+from examples.training.config import CONVENTIONS
 from examples.training.loop import Progress
 from examples.tree_listops import data, train
 from examples.tree_listops.__main__ import main
@@ -113,7 +114,7 @@ def test_command_line_sigterm_exits_143_and_the_rerun_resumes(
         (["--eval-every", "0"], "eval_every=0: must be >= 1"),
         (["--models", "tree-mean,bogus"], "no model 'bogus'"),
         (["--models", "vector,vector"], "vector named twice"),
-        (["--threads", "0"], "--threads '0': must be a positive integer"),
+        (["--threads", "0"], "argument --threads: 0 is out of range: must be in 1.."),
         (["--device", "cuda:7" if torch.cuda.is_available() else "cuda"], "--device cuda"),
         (["--device", "bogus"], "--device 'bogus': not a device"),
         (["--bogus"], "unrecognized arguments: --bogus"),
@@ -213,7 +214,10 @@ def test_load_refuses_a_foreign_checkpoint(tmp_path: Path) -> None:
         tree_listops.load(tmp_path)
 
 
-def test_a_divergence_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_divergence_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CONVENTIONS, "lr", {"max": 1e31})  # a rate the configs refuse (lr <= 10), to force it
     argv = ["--models", "vector", "--out", str(tmp_path), "--lr", "1e30", "--eval-every", "1"]
     code, err = _cli(capsys, *argv)
     assert code == 2 and len(err.strip().splitlines()) == 1

@@ -28,6 +28,7 @@ from examples.poisson.__main__ import main
 from examples.poisson.config import PRESETS
 from examples.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
 from examples.training import ConfigError
+from examples.training.config import CONVENTIONS
 from examples.training.loop import Progress
 
 
@@ -166,8 +167,9 @@ def test_short_training_reduces_loss() -> None:
     assert after < 0.5 * before
 
 
-def test_divergence_stops_with_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_divergence_stops_with_a_clear_error(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A step size far too large (no clipping) blows up; training says so instead of writing NaN checkpoints."""
+    monkeypatch.setitem(CONVENTIONS, "lr", {"max": 1e31})  # a rate the configs refuse (lr <= 10), to force it
     cfg = TINY.replace(lr=1e30, clip=0.0, warmup=0.0, eval_every=5, checkpoint_every=1)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     with pytest.raises(FloatingPointError, match="diverged at step"):

@@ -27,6 +27,7 @@ from examples.poisson.config import PRESETS
 from examples.poisson.model import PoissonModel
 from examples.poisson.solver import PoissonSolver
 from examples.training import ConfigError, Diverged, RunDir, load_checkpoint
+from examples.training.config import CONVENTIONS
 from examples.training.loop import Progress
 
 TINY = PRESETS["tiny"]
@@ -160,7 +161,8 @@ def test_a_finished_run_is_extended_by_more_steps(tmp_path: Path, capsys: pytest
     assert "resumed from step 20" in capsys.readouterr().out
 
 
-def test_divergence_says_what_was_kept(tmp_path: Path) -> None:
+def test_divergence_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(CONVENTIONS, "lr", {"max": 1e31})  # a rate the configs refuse, to force a divergence
     cfg = TINY.replace(lr=1e30, clip=0.0, warmup=0.0, eval_every=1, checkpoint_every=100)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     with pytest.raises(Diverged, match="no checkpoint had been written"):

@@ -72,4 +72,4 @@ def test_readme_structure_reaches_the_fused_kernel() -> None:
 def test_example_trains() -> None:
     from examples import graph_signal
 
-    graph_signal.main(["--steps", "30", "--nodes", "12"])
+    assert graph_signal.main(["--steps", "30", "--nodes", "12"]) == 0

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from examples.training import Parser, RunDir, check_resume, describe, override, run_cli
+from examples.training.cli import out_dir, threads
 from instances.chebyshev import evaluate, evaluate_2d
 
 from . import baselines, data, train
@@ -83,8 +84,8 @@ def run(argv: list[str] | None) -> int:
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/cross_modal_TASK)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/cross_modal_TASK)")
+    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     config = override(PRESETS[a.preset], list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"]))

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from examples.training import Parser, RunDir, check_resume, describe, override, run_cli
+from examples.training.cli import out_dir, threads
 
 from . import data, train
 from .config import PRESETS, Config
@@ -36,8 +37,8 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--family", choices=data.FAMILIES, default=None, help="shorthand for --config family=...")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/darcy-FAMILY)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/darcy-FAMILY)")
+    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     items = list(a.config)
@@ -51,7 +52,7 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
 
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
-    if a.threads:
+    if a.threads is not None:
         torch.set_num_threads(a.threads)
     with RunDir(a.out):
         check_resume(a.out, describe(config))  # before the data: a refused resume fails at once

@@ -21,7 +21,6 @@ import torch
 from examples.training import (
     Parser,
     RunDir,
-    UserError,
     check_batch,
     check_resume,
     describe,
@@ -30,6 +29,7 @@ from examples.training import (
     run_cli,
     setup,
 )
+from examples.training.cli import bounded, out_dir
 
 from . import data, train
 from .config import PRESETS, Config
@@ -44,9 +44,9 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--model", help="gpt, ipa, relu, softplus, triangular or rnn (shorthand for --config model=...)")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
     p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/lm-MODEL)")
+    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/lm-MODEL)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--sample", type=int, default=400, help="characters of generated text to write")
+    p.add_argument("--sample", type=bounded(0, 10**6), default=400, help="characters of generated text to write")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     items = list(a.config)
@@ -55,8 +55,6 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     config = override(PRESETS[a.preset], items)
     if a.out is None:
         a.out = Path("runs") / f"lm-{config.model}"
-    if a.sample < 0:
-        raise UserError(f"--sample {a.sample}: must be >= 0")
     return config, a
 
 

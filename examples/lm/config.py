@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,17 +48,23 @@ class Config:
     seed: int = at_least(0, 0)
 
     def __post_init__(self) -> None:
-        validate(
-            self,
-            lambda c: (
-                None
-                if c.width % c.heads == 0
-                else f"config fields width={c.width}, heads={c.heads}: heads must divide width"
-            ),
-        )
+        validate(self, _consistent)
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
+
+
+def _consistent(c: Config) -> str | None:
+    if c.width % c.heads:
+        return f"config fields width={c.width}, heads={c.heads}: heads must divide width"
+    # the last 10% of the characters validate: they must hold one window of context + 1 characters
+    least = 10 * (c.context + 2)
+    if 0 < c.limit and c.limit - math.floor(0.9 * c.limit) < c.context + 2:
+        return (
+            f"config fields limit={c.limit}, context={c.context}: the validation split (the last 10% of the "
+            f"limit) must hold a window of context + 1 characters; use limit >= {least} or limit=0 (all)"
+        )
+    return None
 
 
 PRESETS: dict[str, Config] = {

@@ -15,6 +15,7 @@ the RNN: one square recurrent map) get the width (state size) whose count is nea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as nnf
@@ -33,7 +34,7 @@ from applicative import (
     add,
     mul_mmt,
 )
-from examples.training import CheckpointError, load_checkpoint
+from examples.training.checkpoint import load_model, run_path
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
 
 from .config import Config, ModelKind
@@ -132,13 +133,12 @@ class CharLM(nn.Module):
 
 def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
     """The trained model of a run directory (``python -m examples.lm --out run_dir``), in eval mode."""
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint there; train with python -m examples.lm --out {run_dir}")
-    blob = load_checkpoint(path, required=("config", "task"))
-    try:
-        model = CharLM(Config(**blob["config"]), blob["task"]["vocab"])
-        model.load_state_dict(blob["task"]["model"])
-    except (TypeError, KeyError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: not a checkpoint of this language model ({str(e).splitlines()[0]})") from None
-    return model.to(device).eval()
+    path = run_path(run_dir, "examples.lm") / CHECKPOINT
+    return load_model(path, _build, device, "examples.lm", "a language model")
+
+
+def _build(blob: dict[str, Any]) -> CharLM:
+    vocab = blob["task"].get("vocab")
+    if not isinstance(vocab, str) or not vocab:
+        raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str")
+    return CharLM(Config(**blob["config"]), vocab)

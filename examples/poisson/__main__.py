@@ -36,6 +36,7 @@ from examples.training import (
     run_cli,
     setup,
 )
+from examples.training.cli import out_dir, threads, writable_dir
 from examples.training.speed import check_amp
 
 from . import data, generalise, plot, train
@@ -48,10 +49,10 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=Path, default=Path("runs/poisson"))
+    p.add_argument("--out", type=out_dir, default=Path("runs/poisson"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--cache", type=Path, default=None, help="directory to cache the generated data")
+    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
         action="store_true",
@@ -73,7 +74,7 @@ def run(argv: list[str] | None) -> int:
     ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
     check_batch(config.batch, ranks)
     check_amp(a.amp, device)
-    if a.threads:
+    if a.threads is not None:
         torch.set_num_threads(a.threads)
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():

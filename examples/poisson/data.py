@@ -25,6 +25,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from examples.training import CheckpointError, UserError
+from examples.training.checkpoint import read, save_checkpoint
+
 from .solver import PoissonSolver
 
 
@@ -106,6 +109,11 @@ def make(spec: SourceSpec, count: int, seed: int, degree: int = 48) -> PoissonDa
     return PoissonData(f, PoissonSolver(degree).solve(f))
 
 
+def _split_seed(seed: int, i: int) -> int:
+    """The seed of split ``i`` (0 train, 1 test, 2 OOD): ``3 seed + i``, wrapped into the generator's 64 bits."""
+    return (3 * seed + i) % 2**64
+
+
 @dataclass(frozen=True)
 class Splits:
     train: PoissonData
@@ -128,8 +136,7 @@ def splits(
     key = f"poisson_n{n}_tr{n_train}_te{n_test}_s{seed}{tag}.pt"
     path = None if cache is None else cache / key
     if path is not None and path.exists():
-        blob = torch.load(path, weights_only=True)  # tensors only: a planted cache file runs nothing
-        return Splits(*(PoissonData(*blob[name]) for name in ("train", "test", "ood")))
+        return read_cache(path, {"train": n_train, "test": n_test, "ood": n_test}, n)
     ind = SourceSpec(n=n, active=IN_DISTRIBUTION.active * n // 16, rho=IN_DISTRIBUTION.rho ** (16 / n))
     ood = SourceSpec(n=n, active=n, rho=OUT_OF_DISTRIBUTION.rho ** (16 / n))
     if sources == "mixed":
@@ -137,23 +144,60 @@ def splits(
 
         solver = PoissonSolver(48)
         train, test = (
-            training_sources(count, torch.Generator().manual_seed(3 * seed + i), n)
+            training_sources(count, torch.Generator().manual_seed(_split_seed(seed, i)), n)
             for i, count in ((0, n_train), (1, n_test))
         )
         out = Splits(
             PoissonData(train, solver.solve(train)),
             PoissonData(test, solver.solve(test)),
-            make(ood, n_test, 3 * seed + 2),
+            make(ood, n_test, _split_seed(seed, 2)),
         )
     else:
         out = Splits(
-            make(ind, n_train, seed=3 * seed),
-            make(ind, n_test, seed=3 * seed + 1),
-            make(ood, n_test, seed=3 * seed + 2),
+            make(ind, n_train, seed=_split_seed(seed, 0)),
+            make(ind, n_test, seed=_split_seed(seed, 1)),
+            make(ood, n_test, seed=_split_seed(seed, 2)),
         )
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({k: (getattr(out, k).f, getattr(out, k).g) for k in ("train", "test", "ood")}, tmp)
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(
+                f"--cache {path.parent}: cannot create it ({e.strerror}); pass a writable directory"
+            ) from None
+        blob = {k: (getattr(out, k).f, getattr(out, k).g) for k in ("train", "test", "ood")}
+        # a temporary file per process, then an atomic rename: two runs filling one new cache never collide
+        save_checkpoint(path, blob, f"the data were not cached in {path}", "free some space or pass another --cache")
     return out
+
+
+#: the collocation degree of the cached exact solutions (``make``'s): ``(count, DEGREE + 1, DEGREE + 1)``
+DEGREE = 48
+
+
+def read_cache(path: Path, counts: dict[str, int], n: int) -> Splits:
+    """The splits cached in ``path``, checked (split names, tensor shapes and dtypes, finite values).
+
+    Read like a checkpoint (:func:`examples.training.checkpoint.read`: tensors only, a planted file runs
+    nothing); anything else is a :class:`~examples.training.CheckpointError` naming the file.
+    """
+    fix = "delete it (it is regenerated), or pass another --cache"
+    blob = read(path, "data cache", fix)
+    if not isinstance(blob, dict) or set(blob) != set(counts):
+        got = sorted(map(str, blob)) if isinstance(blob, dict) else type(blob).__name__
+        raise CheckpointError(f"{path}: expected the splits {', '.join(counts)}, found {got}; {fix}")
+    parts = []
+    for name, count in counts.items():
+        want = {"f": (count, n, n), "g": (count, DEGREE + 1, DEGREE + 1)}
+        pair = blob[name]
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            raise CheckpointError(f"{path}: split {name} is not a pair of tensors (sources, solutions); {fix}")
+        for (what, shape), t in zip(want.items(), pair, strict=True):
+            if not isinstance(t, Tensor) or tuple(t.shape) != shape or t.dtype != torch.float64:
+                found = f"{tuple(t.shape)} {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
+                raise CheckpointError(
+                    f"{path}: split {name}.{what} is {found}, expected {shape} torch.float64 "
+                    f"(for these arguments); {fix}"
+                )
+        parts.append(PoissonData(*pair))
+    return Splits(*parts)

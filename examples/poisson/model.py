@@ -157,17 +157,49 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
         values = torch.as_tensor(source(xx, yy), dtype=torch.float64)
         if values.shape[-2:] != (n, n):
             raise ValueError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
+        _check_finite(values, "the source's values at the Chebyshev points")
         return coefficients(coefficients(values, -1), -2)
     if x is None or y is None or source.shape[-2:] != (len(x), len(y)):
         raise ValueError(
             "solve: values of a source need their grid: solve(model, values, x, y, grid=(gx, gy)) with values "
             "of shape (..., len(gx), len(gy))"
         )
-    if len(x) < n or len(y) < n:
-        raise ValueError(f"solve: fitting {n} x {n} coefficients needs at least {n} points per axis")
+    _check_finite(source, "the source's values")
+    for name, axis in (("gx", x), ("gy", y)):
+        _check_points(axis, f"grid {name}")
+        distinct = int(torch.unique(axis).numel())
+        if distinct < n:
+            raise ValueError(
+                f"solve: fitting {n} x {n} coefficients needs at least {n} distinct points per axis; grid {name} "
+                f"has {distinct} distinct of {len(axis)}: sample the source at more points"
+            )
     vx, vy = vandermonde(x.double(), n), vandermonde(y.double(), n)  # (px, n), (py, n)
     fitted: Tensor = torch.linalg.pinv(vx) @ source.double() @ torch.linalg.pinv(vy).mT
     return fitted
+
+
+def _check_finite(values: Tensor, what: str) -> None:
+    bad = ~torch.isfinite(values)
+    if bool(bad.any()):
+        raise ValueError(
+            f"solve: {what} hold {int(bad.sum())} NaN or infinite numbers of {values.numel()}; "
+            "a source must be finite on [-1, 1]²"
+        )
+
+
+def _check_points(t: Tensor, what: str) -> None:
+    """Points where a series is evaluated or fitted: a 1-D tensor of finite numbers in ``[-1, 1]``."""
+    if not isinstance(t, Tensor) or t.ndim != 1 or t.numel() == 0:
+        shape = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+        raise ValueError(f"solve: {what} must be a non-empty 1-D tensor of points in [-1, 1], got {shape}")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"solve: {what} holds NaN or infinite points; give points in [-1, 1]")
+    lo, hi = float(t.min()), float(t.max())
+    if lo < -1.0 - 1e-12 or hi > 1.0 + 1e-12:
+        raise ValueError(
+            f"solve: {what} spans [{lo:.6g}, {hi:.6g}], outside [-1, 1], the square the model solves on (a Chebyshev "
+            f"series grows without bound outside it); map a domain [a, b] to it with 2 (t - a) / (b - a) - 1"
+        )
 
 
 @torch.no_grad()
@@ -190,6 +222,8 @@ def solve(
     n = model.config.modes if isinstance(model, PoissonModel) else int(getattr(model, "modes", 0))
     if n < 1:
         raise ValueError("solve: the model must be a PoissonModel or have a `modes` attribute")
+    _check_points(x, "x")
+    _check_points(y, "y")
     gx, gy = grid if grid is not None else (None, None)
     c = source_coefficients(n, source, gx, gy)
     batch = c.shape[:-2]

@@ -1,64 +1,237 @@
-"""Checkpoints that cannot run code: tensors and plain data, written atomically, loaded with ``weights_only``.
+"""Checkpoints that cannot run code: tensors and plain data, written atomically, read and checked in one place.
 
 ``torch.load(weights_only=True)`` unpickles only tensors, containers and plain scalars; anything
 else -- a pickled object whose ``__reduce__`` would run a command -- is refused before it is built.
 Writes go to a temporary file unique to the writing process, then :func:`os.replace` moves it into
-place, so a reader never sees half a file and two writers never share a temporary.
+place, so a reader never sees half a file and two writers never share a temporary; a write that fails
+(a full disk) leaves the previous file whole and says so.
+
+Everything the project reads back -- checkpoints, the Poisson data cache -- goes through :func:`read`,
+and a run's checkpoint through :func:`load_checkpoint`, which also checks its structure (the config a
+dict of plain values, ``step`` an integer within the run's ``steps``, the format version written),
+that every floating-point tensor is finite, and (:func:`check_like`, :func:`restore_training_state`,
+:func:`load_model`) that the tensors have the shapes and dtypes of the model they are loaded into.
+Every failure is one :class:`CheckpointError` that names the file, what is wrong and what to do.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
+import re
+import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
+from torch import Tensor, nn
 
+from .distributed import device_of
 from .errors import UserError
+
+#: the version of the checkpoint layout :func:`examples.training.fit` writes (``blob["format"]``)
+FORMAT = 1
+FIX = "delete it, or pass another --out"
+M = TypeVar("M", bound=nn.Module)
 
 
 class CheckpointError(UserError):
-    """A checkpoint file that cannot be used (hostile, truncated, empty, foreign); the message names it."""
+    """A checkpoint file that cannot be used (hostile, truncated, empty, foreign, damaged); the message names it."""
 
 
-def save_checkpoint(path: Path, blob: Mapping[str, Any]) -> None:
-    """Write ``blob`` to ``path`` atomically (a process-unique temporary file, then ``os.replace``)."""
+class StateError(ValueError):
+    """A state (dict) that does not fit what it is loaded into; the reader adds the file's name."""
+
+
+def save_checkpoint(
+    path: Path, blob: Mapping[str, Any], kept: str | None = None, fix: str = "free some space or pass another --out"
+) -> None:
+    """Write ``blob`` to ``path`` atomically (a process-unique temporary file, then ``os.replace``).
+
+    A failed write (a full disk, a directory gone read-only) is a :class:`CheckpointError` saying what
+    is kept instead (``kept``, e.g. "the checkpoint of step 200 in ..."; by default: the file as it was).
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         torch.save(dict(blob), tmp)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:
+        if kept is None:
+            kept = f"{path} is kept as it was" if path.exists() else f"nothing was written to {path}"
+        raise CheckpointError(f"cannot write {path} ({_reason(e)}); {kept}; {fix}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def load_checkpoint(path: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Read a checkpoint safely; raise :class:`CheckpointError` naming ``path`` if it is unusable."""
-    fix = "delete it, or pass another --out"
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = _first_line(e)
+    if "file write failed" in text or "basic_ios" in text or "No space" in text:
+        return "the write failed: is the disk full?"
+    return text[:160]
+
+
+def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
+    """The tensors and plain data in ``path`` (``weights_only``), or a :class:`CheckpointError` naming it.
+
+    Refuses a file holding anything else (a planted object), an unreadable, empty or truncated file, and
+    any floating-point tensor in it that is not finite.
+    """
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's advice on pickle protocols is not the user's business
+            warnings.simplefilter("ignore")
+            blob = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        first = _first_line(e)
+        found = re.search(r"GLOBAL (\S+)", str(e))
+        if found is None:  # not a refused object: bytes that are no checkpoint at all
+            raise CheckpointError(f"{path}: cannot read it (not a {what}); {fix}") from None
         raise CheckpointError(
-            f"{path}: refused to load: it holds objects other than tensors and plain data ({first[:160]}); "
-            f"checkpoints of this project never do, so it was not written by it: {fix}"
+            f"{path}: refused to load: it holds an object of {found.group(1)[:80]}, not only tensors and plain "
+            f"data; a {what} of this project never does, so it was not written by it: {fix}"
         ) from None
-    except (EOFError, RuntimeError, zipfile.BadZipFile, OSError, ValueError, IndexError, KeyError) as e:
-        what = "empty" if path.exists() and path.stat().st_size == 0 else "truncated or not a checkpoint"
-        raise CheckpointError(f"{path}: cannot read it ({what}: {_first_line(e)[:120]}); {fix}") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{path}: is a directory, not a {what}; {fix}") from None
+    except (EOFError, RuntimeError, zipfile.BadZipFile, OSError, ValueError, IndexError, KeyError, TypeError) as e:
+        what_is = "empty" if path.exists() and path.stat().st_size == 0 else f"truncated or not a {what}"
+        raise CheckpointError(f"{path}: cannot read it ({what_is}: {_first_line(e)[:120]}); {fix}") from None
+    bad = non_finite(blob, "")
+    if bad is not None:
+        raise CheckpointError(f"{path}: {bad} holds NaN or infinite values: the {what} is damaged; {fix}")
+    return blob
+
+
+def non_finite(obj: Any, where: str = "") -> str | None:
+    """The first place in ``obj`` (a nest of dicts, lists and tensors) with a non-finite float, if any."""
+    if isinstance(obj, Tensor):
+        if (obj.is_floating_point() or obj.is_complex()) and not bool(torch.isfinite(obj).all()):
+            return where or "the tensor"
+        return None
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else where or "the value"
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list | tuple) else ()
+    for k, v in items:
+        found = non_finite(v, f"{where}.{k}" if where else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+def load_checkpoint(path: Path, required: tuple[str, ...] = (), fix: str = FIX) -> dict[str, Any]:
+    """Read a run's checkpoint and check its structure; raise :class:`CheckpointError` naming ``path`` if unusable.
+
+    Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values),
+    ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records),
+    ``elapsed`` (finite seconds); and that every floating-point tensor is finite (:func:`read`).
+    """
+    blob = read(path, "checkpoint", fix)
     if not isinstance(blob, dict):
         raise CheckpointError(f"{path}: holds a {type(blob).__name__}, not a checkpoint (a dict); {fix}")
     missing = [k for k in required if k not in blob]
     if missing:
         raise CheckpointError(f"{path}: not a checkpoint of this job (no {', '.join(missing)}); {fix}")
+    problem = _structure_problem(blob)
+    if problem is not None:
+        raise CheckpointError(f"{path}: {problem}; {fix}")
     return blob
+
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _structure_problem(blob: dict[str, Any]) -> str | None:
+    if "format" in blob and (type(blob["format"]) is not int or blob["format"] != FORMAT):
+        return f"written in checkpoint format {blob['format']!r}, this version reads format {FORMAT}"
+    if "job" in blob and not isinstance(blob["job"], str):
+        return f"its job is a {type(blob['job']).__name__}, expected the name of the job (a str)"
+    config = blob.get("config", {})
+    if not isinstance(config, dict):
+        return f"its config is a {type(config).__name__}, expected a dict of field values"
+    for k, v in config.items():
+        if not isinstance(k, str) or not isinstance(v, _PLAIN):
+            return f"config field {k!r} holds a {type(v).__name__}, expected a plain value (number, string, bool)"
+    if "task" in blob and not isinstance(blob["task"], dict):
+        return f"its task state is a {type(blob['task']).__name__}, expected a dict (model, optimiser, ...)"
+    if "step" in blob:
+        step, steps = blob["step"], config.get("steps")
+        if type(step) is not int or step < 0:
+            return f"its step is {step!r} ({type(step).__name__}), expected a non-negative integer"
+        if type(steps) is int and step > steps:
+            return f"its step {step} is beyond the {steps} steps of the run it records"
+    if "elapsed" in blob:
+        t = blob["elapsed"]
+        if type(t) not in (int, float) or not 0 <= t < math.inf:
+            return f"its elapsed time is {t!r}, expected seconds >= 0"
+    history = blob.get("history", [])
+    if not isinstance(history, list) or not all(
+        isinstance(r, dict) and all(isinstance(k, str) and type(v) in (int, float) for k, v in r.items())
+        for r in history
+    ):
+        return "its history is not a list of records (dicts of numbers)"
+    return None
 
 
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+# ---- the state loaded must fit what it is loaded into ------------------------------------------
+
+
+def check_like(template: Any, state: Any, where: str = "state") -> None:
+    """Raise :class:`StateError` unless ``state`` has ``template``'s structure (keys, types, tensor shapes, dtypes).
+
+    ``template`` is the state of a freshly built object (``model.state_dict()``); an empty dict in it
+    (an optimiser before its first step) accepts any dict, ``None`` any value; a string (a name) only itself.
+    """
+    if template is None:
+        return
+    if isinstance(template, Tensor):
+        if not isinstance(state, Tensor):
+            raise StateError(f"{where} is a {type(state).__name__}, expected a tensor of shape {tuple(template.shape)}")
+        if state.shape != template.shape or state.dtype != template.dtype:
+            raise StateError(
+                f"{where} has shape {tuple(state.shape)} ({state.dtype}), expected {tuple(template.shape)} "
+                f"({template.dtype})"
+            )
+        return
+    if isinstance(template, dict):
+        if not isinstance(state, dict):
+            raise StateError(f"{where} is a {type(state).__name__}, expected a dict")
+        if not template:
+            return
+        missing = [k for k in template if k not in state]
+        extra = [k for k in state if k not in template]
+        if missing or extra:
+            says = [f"no {_keys(missing)}"] if missing else []
+            says += [f"unexpected {_keys(extra)}"] if extra else []
+            raise StateError(f"{where} does not match the model: {'; '.join(says)}")
+        for k, v in template.items():
+            check_like(v, state[k], f"{where}.{k}")
+        return
+    if isinstance(template, list | tuple):
+        if not isinstance(state, list | tuple) or len(state) != len(template):
+            n = len(state) if isinstance(state, list | tuple) else type(state).__name__
+            raise StateError(f"{where} is {n!r} entries, expected a list of {len(template)}")
+        for i, (t, s) in enumerate(zip(template, state, strict=True)):
+            check_like(t, s, f"{where}.{i}")
+        return
+    if isinstance(template, str):  # names (a schedule's phases, its annealing): the same names or nothing
+        if state != template:
+            raise StateError(f"{where} is {state!r:.40}, expected {template!r}")
+        return
+    kinds: tuple[type, ...] = (int, float) if type(template) is float else (type(template),)
+    if type(state) not in kinds:
+        raise StateError(f"{where} is {state!r:.40} ({type(state).__name__}), expected {_a(type(template).__name__)}")
+
+
+def _keys(keys: list[Any]) -> str:
+    shown = ", ".join(map(str, keys[:4])) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+    return f"key{'s' if len(keys) > 1 else ''} {shown}"
 
 
 class Stateful(Protocol):
@@ -80,10 +253,91 @@ def training_state(
 
 
 def restore_training_state(
-    state: dict[str, Any], model: Stateful, optimiser: Stateful, schedule: Stateful, sampler: torch.Generator
+    state: dict[str, Any],
+    model: nn.Module,
+    optimiser: torch.optim.Optimizer,
+    schedule: Stateful,
+    sampler: torch.Generator,
 ) -> None:
-    """Load :func:`training_state` back into the parts."""
+    """Load :func:`training_state` back into the parts, after checking that each part fits (:class:`StateError`)."""
+    missing = [k for k in ("model", "optimiser", "schedule", "sampler") if k not in state]
+    if missing:
+        raise StateError(f"task state has no {_keys(missing)}")
+    check_like(model.state_dict(), state["model"], "task.model")
+    _check_optimiser(optimiser, state["optimiser"])
+    check_like(schedule.state_dict(), state["schedule"], "task.schedule")
+    check_like(sampler.get_state(), state["sampler"], "task.sampler")
     model.load_state_dict(state["model"])
     optimiser.load_state_dict(state["optimiser"])
     schedule.load_state_dict(state["schedule"])
     sampler.set_state(state["sampler"])
+
+
+def _check_optimiser(optimiser: torch.optim.Optimizer, state: Any) -> None:
+    """The optimiser's groups (options and parameter lists) and per-parameter state (moments shaped like them)."""
+    where, template = "task.optimiser", optimiser.state_dict()
+    if not (
+        isinstance(state, dict) and isinstance(state.get("state"), dict) and isinstance(state.get("param_groups"), list)
+    ):
+        raise StateError(f"{where} is not an optimiser's state (a dict with state and param_groups)")
+    check_like(template["param_groups"], state["param_groups"], f"{where}.param_groups")
+    params = {
+        i: p
+        for g, pg in zip(template["param_groups"], optimiser.param_groups, strict=True)
+        for i, p in zip(g["params"], pg["params"], strict=True)
+    }
+    for key, entry in state["state"].items():
+        at = f"{where}.state.{key}"
+        if key not in params or not isinstance(entry, dict):
+            raise StateError(f"{at}: not the state of one of the model's {len(params)} parameters")
+        for name, value in entry.items():
+            if isinstance(value, Tensor) and value.ndim > 0 and value.shape != params[key].shape:
+                raise StateError(
+                    f"{at}.{name} has shape {tuple(value.shape)}, expected its parameter's {tuple(params[key].shape)}"
+                )
+            if not isinstance(value, Tensor):  # torch's optimisers keep tensors (the step count too)
+                raise StateError(f"{at}.{name} is {value!r:.40} ({type(value).__name__}), expected a tensor")
+
+
+# ---- load(run_dir): one route from a run directory to a model -------------------------------------
+
+
+def run_path(run_dir: object, program: str) -> Path:
+    """``run_dir`` (a ``str`` or path) checked: a :class:`CheckpointError` says what a run directory is."""
+    if not isinstance(run_dir, str | os.PathLike) or not str(run_dir):
+        raise CheckpointError(
+            f"load: expected a run directory (a str or Path, as passed to python -m {program} --out), "
+            f"got {run_dir!r:.60}"
+        )
+    return Path(run_dir)
+
+
+def load_model(
+    path: Path, build: Callable[[dict[str, Any]], M], device: torch.device | str, program: str, what: str = "a model"
+) -> M:
+    """The model in the checkpoint ``path``: ``build(blob)`` from its config, its weights checked and loaded.
+
+    ``what`` names the model in errors ("a ListOps model"). Every problem -- the device, the file, its
+    config, its tensors -- is one :class:`UserError` naming it.
+    """
+    target = device_of(str(device), "load: device") if isinstance(device, str | torch.device) else None
+    if target is None:
+        raise UserError(f"load: device must be a str or torch.device (cpu, cuda, cuda:N), got {device!r:.60}")
+    fix = f"retrain with python -m {program} --out {path.parent}"
+    if not path.exists():
+        raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
+    blob = load_checkpoint(path, required=("config", "task"), fix=fix)
+    try:
+        model = build(blob)
+    except (UserError, TypeError, ValueError, KeyError) as e:
+        raise CheckpointError(f"{path}: not a checkpoint of {what} ({_first_line(e)[:200]}); {fix}") from None
+    try:
+        check_like(model.state_dict(), blob["task"].get("model"), "task.model")
+    except StateError as e:
+        raise CheckpointError(f"{path}: {e}; {fix}") from None
+    model.load_state_dict(blob["task"]["model"])
+    return model.to(target).eval()
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"

@@ -2,8 +2,11 @@
 
 A field's type annotation says how its text is parsed (``int``, ``float``, ``str``, ``bool`` or a
 ``Literal`` of allowed strings); ``field(metadata=...)`` may bound it: ``min``/``max`` (inclusive),
-``above`` (exclusive). Floats must be finite. Every problem is a :class:`ConfigError` naming the
-field, the value and what is allowed -- raised before any work is done.
+``above`` (exclusive). Floats must be finite. Every config also keeps the project's conventions
+(:data:`CONVENTIONS`): a ``seed`` within the generators' range, an ``lr`` no larger than
+:data:`LR_LIMIT`, and no integer past :data:`INT_LIMIT` (a size that large cannot fit in memory).
+Every problem is a :class:`ConfigError` naming the field, the value and what is allowed -- raised
+before any work is done.
 """
 
 from __future__ import annotations
@@ -19,6 +22,18 @@ from .errors import UserError
 C = TypeVar("C")
 
 
+#: the largest integer a config field may hold unless a convention says otherwise: any count or size past it
+#: (examples, steps, widths) would not fit in memory, and torch indexes with it
+INT_LIMIT = 2**31 - 1
+#: the largest learning rate any config accepts: past it, every optimiser here overflows rather than learns
+LR_LIMIT = 10.0
+#: bounds that a field of this name has in every config, on top of its own
+CONVENTIONS: dict[str, dict[str, float]] = {
+    "seed": {"min": 0, "max": 2**63 - 1},  # what torch.Generator.manual_seed and numpy's default_rng take
+    "lr": {"max": LR_LIMIT},
+}
+
+
 class ConfigError(UserError):
     """A config value that is not allowed (or a ``--config`` item that cannot be read)."""
 
@@ -26,6 +41,11 @@ class ConfigError(UserError):
 def at_least(default: Any, least: float) -> Any:
     """A dataclass field with ``default`` whose value must be ``>= least`` (checked by :func:`validate`)."""
     return dataclasses.field(default=default, metadata={"min": least})
+
+
+def between(default: Any, least: float, most: float) -> Any:
+    """A dataclass field with ``default`` whose value must lie in ``least..most`` (checked by :func:`validate`)."""
+    return dataclasses.field(default=default, metadata={"min": least, "max": most})
 
 
 def _fields(config: object) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
@@ -72,11 +92,23 @@ def validate(config: object, extra: Callable[[Any], str | None] | None = None) -
     """Raise :class:`ConfigError` for the first field whose value is not allowed (then ``extra``'s complaint)."""
     for name, (f, hint) in _fields(config).items():
         value = getattr(config, name)
-        problem = _problem(hint, value, f.metadata)
+        problem = _problem(hint, value, _bounds(name, hint, f.metadata))
         if problem is not None:
             raise ConfigError(f"config field {name}={value!r}: {problem}")
     if extra is not None and (problem := extra(config)) is not None:
         raise ConfigError(problem)
+
+
+def _bounds(name: str, hint: Any, own: Any) -> dict[str, float]:
+    """A field's own bounds, narrowed by the conventions for its name and :data:`INT_LIMIT` for integers."""
+    bounds = dict(own)
+    convention = CONVENTIONS.get(name, {})
+    limit = convention.get("max", INT_LIMIT if hint is int else None)
+    if limit is not None:
+        bounds["max"] = min(bounds.get("max", limit), limit)
+    if "min" in convention:
+        bounds["min"] = max(bounds.get("min", convention["min"]), convention["min"])
+    return bounds
 
 
 def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
@@ -96,7 +128,8 @@ def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
         if "min" in bounds and value < bounds["min"]:
             return f"must be >= {bounds['min']}"
         if "max" in bounds and value > bounds["max"]:
-            return f"must be <= {bounds['max']}"
+            why = " (a size past it cannot fit in memory)" if bounds["max"] == INT_LIMIT else ""
+            return f"must be <= {bounds['max']}{why}"
         if "above" in bounds and value <= bounds["above"]:
             return f"must be > {bounds['above']}"
     return None

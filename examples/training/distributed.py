@@ -91,16 +91,16 @@ def teardown() -> None:
         dist.destroy_process_group()
 
 
-def device_of(name: str) -> torch.device:
-    """``--device``, checked: it must parse and exist on this machine (a :class:`UserError` otherwise)."""
+def device_of(name: str, what: str = "--device") -> torch.device:
+    """``--device`` (or another ``what``), checked: it must parse and exist on this machine (a :class:`UserError`)."""
     try:
         device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"--device {name!r}: not a device; use cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {name}: no CUDA device on this machine; use --device cpu")
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise UserError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    except (RuntimeError, TypeError, ValueError):
+        raise UserError(f"{what} {name!r}: not a device; use cpu, cuda or cuda:N") from None
     if device.type not in ("cpu", "cuda"):
-        raise UserError(f"--device {name}: only cpu and cuda are supported")
+        raise UserError(f"{what} {name}: only cpu and cuda are supported")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{what} {name}: no CUDA device on this machine; use cpu")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise UserError(f"{what} {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return device

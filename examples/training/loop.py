@@ -27,7 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import torch
 from torch import Tensor
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import FORMAT, CheckpointError, StateError, load_checkpoint, non_finite, save_checkpoint
 from .config import ConfigError, describe, differences
 from .distributed import SINGLE, Ranks
 from .errors import UserError
@@ -132,8 +132,9 @@ def fit(
 
     def save() -> None:
         if path is not None and ranks.main:
-            blob = {"config": blob_config, "step": run.step, "task": task.state_dict()}
-            save_checkpoint(path, {**blob, "history": run.history, "elapsed": run.elapsed})
+            blob = {"format": FORMAT, "job": job_of(task), "config": blob_config, "step": run.step}
+            blob |= {"task": task.state_dict(), "history": run.history, "elapsed": run.elapsed}
+            save_checkpoint(path, blob, _kept(run, path))
             run.saved = run.step
 
     target = min(steps, stop_after) if stop_after is not None else steps
@@ -145,13 +146,13 @@ def fit(
     metrics: dict[str, float] = run.history[-1] if run.history else {}
     try:
         while run.step < target and not ranks.any(bool(caught), device):
-            loss = task.train_step()
+            loss = _guarded(task.train_step, task, run, path, fix)
             run.step += 1
             run.elapsed = time.perf_counter() - start
             at_eval = run.step % eval_every == 0 or run.step == steps
             at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
             if at_eval:
-                metrics = task.evaluate()
+                metrics = _guarded(task.evaluate, task, run, path, fix)
             if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
                 value = ranks.all_mean(loss).item()
                 bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
@@ -234,23 +235,57 @@ def check_resume(out: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:
     return blob
 
 
+def job_of(task: Task) -> str:
+    """The name a checkpoint records for the job that wrote it: the task's class (``module.Class``)."""
+    return f"{type(task).__module__}.{type(task).__qualname__}"
+
+
 def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> None:
     blob = check_resume(path.parent, config)
     assert blob is not None
-    task.load_state_dict(blob["task"])
-    run.step, run.history, run.elapsed = int(blob["step"]), list(blob["history"]), float(blob["elapsed"])
+    fix = "delete it, or pass another --out to start afresh"
+    if blob.get("job", job_of(task)) != job_of(task):
+        raise CheckpointError(f"{path}: was written by {blob['job']}, not by {job_of(task)}; {fix}")
+    try:
+        task.load_state_dict(blob["task"])
+    except StateError as e:
+        raise CheckpointError(f"{path}: {e}; {fix}") from None
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"{path}: its task state does not fit this job ({first[:160]}); {fix}") from None
+    run.step, run.history, run.elapsed = blob["step"], list(blob["history"]), float(blob["elapsed"])
     run.resumed_from = run.saved = run.step
+
+
+R = TypeVar("R")
+
+
+def _guarded(call: Callable[[], R], task: Task, run: Progress, path: Path | None, fix: str) -> R:
+    """``call()``; an error it raises because the weights stopped being finite (a distribution refusing NaN
+    parameters, say) is :class:`Diverged`, saying what was kept, like a non-finite loss."""
+    try:
+        return call()
+    except (ValueError, RuntimeError, FloatingPointError) as e:
+        where = non_finite(task.state_dict(), "")
+        if where is None:
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:80]
+        raise Diverged(
+            f"training diverged at step {run.step + 1} ({where} not finite: {first}); {_kept(run, path)}; {fix}"
+        ) from None
+
+
+def _kept(run: Progress, path: Path | None) -> str:
+    if path is None:
+        return "nothing was saved (no --out)"
+    if run.saved is None:
+        return f"no checkpoint had been written to {path.parent} yet"
+    return f"the last good checkpoint (step {run.saved}) is kept in {path}"
 
 
 def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str) -> str:
     what = f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
-    if path is None:
-        kept = "nothing was saved (no --out)"
-    elif run.saved is None:
-        kept = f"no checkpoint had been written to {path.parent} yet"
-    else:
-        kept = f"the last good checkpoint (step {run.saved}) is kept in {path}"
-    return f"training diverged at step {run.step} ({what}); {kept}; {fix}"
+    return f"training diverged at step {run.step} ({what}); {_kept(run, path)}; {fix}"
 
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None

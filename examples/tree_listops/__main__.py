@@ -45,6 +45,7 @@ from examples.training import (
     run_cli,
     setup,
 )
+from examples.training.cli import out_dir, threads
 
 from . import data, train
 from .config import MODELS, PRESETS, Config, ModelKind
@@ -66,10 +67,10 @@ def parse(argv: list[str] | None = None) -> tuple[Config, list[ModelKind], argpa
         help=f"comma-separated, of: {', '.join(MODELS)} (default: all but fold, which wants --preset fold)",
     )
     p.add_argument(
-        "--out", type=Path, default=Path("runs/tree_listops"), help="report.json and MODEL/checkpoint.pt go here"
+        "--out", type=out_dir, default=Path("runs/tree_listops"), help="report.json and MODEL/checkpoint.pt go here"
     )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--threads", default="1", help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     items = list(a.config)
@@ -96,23 +97,12 @@ def models_of(text: str) -> list[ModelKind]:
     return out
 
 
-def threads_of(text: str) -> int:
-    """``--threads``, checked: a positive integer."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise UserError(f"--threads {text!r}: must be a positive integer")
-    return n
-
-
 def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Run the job; return each model's results (as in ``report.json``, without the histories)."""
     config, models, a = parse(argv)
     ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
     check_batch(config.batch, ranks)
-    torch.set_num_threads(threads_of(a.threads))
+    torch.set_num_threads(a.threads)
     results: dict[str, dict[str, Any]] = {}
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():

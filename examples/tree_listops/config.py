@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from examples.training import validate
+from examples.training import between, validate
 
 from .data import DEPTH
 
@@ -16,6 +16,10 @@ ModelKind = Literal["tree-mean", "tree-sum", "vector", "fold"]
 MODELS: tuple[ModelKind, ...] = get_args(ModelKind)
 #: the fold model's node cell (:class:`models.NodeCell`)
 CellKind = Literal["mlp", "gated"]
+
+
+#: the most expressions one split may hold
+MAX_EXPRESSIONS = 2_000_000
 
 
 def _at_least(default: Any, least: float) -> Any:
@@ -49,9 +53,10 @@ class Config:
     depth: int = _at_least(3, 0)
     levels: int = _at_least(16, 1)
     cell: CellKind = "mlp"
-    train: int = _at_least(20000, 1)
-    test: int = _at_least(2000, 1)
-    deep: int = _at_least(1000, 0)
+    # expressions are generated one by one in Python (~10 µs each) and held as lists: a few million at most
+    train: int = between(20000, 1, MAX_EXPRESSIONS)
+    test: int = between(2000, 1, MAX_EXPRESSIONS)
+    deep: int = between(1000, 0, MAX_EXPRESSIONS)
     deepest: int = _at_least(6, DEPTH + 1)
     seed: int = _at_least(0, 0)
     eval_every: int = _at_least(200, 1)

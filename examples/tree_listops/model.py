@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from applicative import Field, Linear
-from examples.training import CheckpointError, ConfigError, load_checkpoint
+from examples.training import CheckpointError
+from examples.training.checkpoint import load_model, run_path
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
 
@@ -178,13 +179,13 @@ def load(run_dir: str | Path, kind: ModelKind | None = None, device: torch.devic
     ``run_dir`` is a model's directory (``OUT/tree-mean``), or the job's ``OUT`` with ``kind`` naming the
     model (``kind`` may be left out when ``OUT`` holds one model only).
     """
-    path = checkpoint_path(run_dir, kind)
-    blob = load_checkpoint(path, required=("config", "task"))
-    try:
-        fields = dict(blob["config"])
-        found = fields.pop("model")
-        model = ListOpsModel(Config(**fields), found)
-        model.load_state_dict(blob["task"]["model"])
-    except (TypeError, KeyError, ValueError, RuntimeError, ConfigError) as e:
-        raise CheckpointError(f"{path}: not a checkpoint of a ListOps model ({str(e).splitlines()[0]})") from None
-    return model.to(device).eval()
+    path = checkpoint_path(run_path(run_dir, "examples.tree_listops"), kind)
+    return load_model(path, _build, device, "examples.tree_listops", "a ListOps model")
+
+
+def _build(blob: dict[str, Any]) -> ListOpsModel:
+    fields = dict(blob["config"])
+    found = fields.pop("model")
+    if found not in MODELS:
+        raise ValueError(f"its model {found!r} is not one of {', '.join(MODELS)}")
+    return ListOpsModel(Config(**fields), found)

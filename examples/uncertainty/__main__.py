@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from examples.training import Parser, describe, override, run_cli
+from examples.training.cli import output_file, threads
 
 from . import data, train
 from .config import PRESETS, Config
@@ -63,13 +63,11 @@ def run(argv: list[str] | None) -> int:
     p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
-    p.add_argument("--json", type=Path, default=None, help="also write the report (with histories) here")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--json", type=output_file, default=None, help="also write the report (with histories) here")
+    p.add_argument("--threads", type=threads, default=1, help="torch threads (default 1)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     config = override(PRESETS[a.preset], a.config)
-    if a.threads < 1:
-        p.error(f"--threads {a.threads}: must be >= 1")
     torch.set_num_threads(a.threads)
     report = compare(config, progress=not a.no_progress)
     print(table(report))

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from examples.training import at_least, validate
+from examples.training import at_least, between, validate
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,8 @@ class Config:
         points: Gauss–Hermite points per component for the predictive mean.
     """
 
-    train: int = at_least(4000, 2)
-    test: int = at_least(4000, 2)
+    train: int = between(4000, 2, 10**7)  # more would not fit beside the models in a small machine's memory
+    test: int = between(4000, 2, 10**7)
     components: int = at_least(6, 1)
     width: int = at_least(32, 1)
     hidden: int = at_least(64, 1)

@@ -44,7 +44,10 @@ class MixtureTransformer(nn.Module):
         tokens = torch.cat([x[..., None, None].expand(*x.shape, k, 1), onehot], -1)  # (B, K, K + 1)
         out = self.head(self.body(Field(tokens, (self.atoms, self.features)))).tensor  # (B, K, 3)
         logits, loc, raw = out.unbind(-1)
-        return td.MixtureSameFamily(td.Categorical(logits=logits), td.Normal(loc, _scale(raw)))
+        # no argument validation: a diverged run's NaN parameters reach the loss, which the loop reports in one
+        # line (validation would raise from deep inside the step instead)
+        mixing = td.Categorical(logits=logits, validate_args=False)
+        return td.MixtureSameFamily(mixing, td.Normal(loc, _scale(raw), validate_args=False), validate_args=False)
 
     def __call__(self, x: Tensor) -> td.MixtureSameFamily:
         out: td.MixtureSameFamily = super().__call__(x)
@@ -64,7 +67,7 @@ class GaussianMLP(nn.Module):
     def forward(self, x: Tensor) -> td.Normal:
         h = pointwise(torch.relu, self.layer1(Field(x[..., None], (self.inp,))))
         o = self.out(pointwise(torch.relu, self.layer2(h))).tensor  # (B, 2)
-        return td.Normal(o[..., 0], _scale(o[..., 1]))
+        return td.Normal(o[..., 0], _scale(o[..., 1]), validate_args=False)  # NaN reaches the loss (see above)
 
     def __call__(self, x: Tensor) -> td.Normal:
         out: td.Normal = super().__call__(x)

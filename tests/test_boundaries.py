@@ -1,0 +1,493 @@
+"""Every boundary answers in one line: each program of ``examples/`` (and the law checker) against bad input.
+
+The catalogue below runs each program as a subprocess (cwd a fresh temporary directory) on inputs a
+hostile or careless user gives -- bad seeds, rates, sizes, thread counts, output paths, planted and
+damaged checkpoints -- and asserts what the project promises at its command lines: exit status 2,
+exactly one line on stderr naming the problem, no traceback, and no file written outside ``--out``.
+Every case fails while its arguments are checked, before any data is generated, so the catalogue
+runs in seconds per program; the cases run two at a time.
+
+A property test then mutates a real (tiny) checkpoint -- keys dropped, types and shapes changed, NaN
+injected, an impossible step -- and asserts that resuming from it is one :class:`CheckpointError` that
+names the file, and that ``load`` refuses it the same way.
+
+A new program joins by one line in :data:`PROGRAMS` (its module, the options it has, quick arguments).
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from applicative import StructureError
+from examples import lm, poisson
+from examples.poisson import data, train
+from examples.poisson.config import PRESETS
+from examples.training import CheckpointError, load_checkpoint
+from instances import Distribution
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = "run"  # every case's --out, relative to its temporary working directory
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program under test: its module, quick arguments, the shared options it has, where it checkpoints."""
+
+    module: str
+    quick: tuple[str, ...] = ()
+    has: frozenset[str] = frozenset()
+    checkpoint: str | None = None  # relative to --out
+
+
+TRAINING = frozenset({"config", "out", "checkpoint"})
+QUICK = ("--preset", "tiny", "--no-progress")
+# fmt: off
+#: every program with a command line: a new one joins by one line
+PROGRAMS = [
+    Program("examples.poisson", (*QUICK, "--threads", "1"), TRAINING | {"threads", "cache"}, "checkpoint.pt"),
+    Program("examples.darcy", (*QUICK, "--threads", "1"), TRAINING | {"threads"}, "checkpoint.pt"),
+    Program("examples.lm", QUICK, TRAINING, "checkpoint.pt"),
+    Program("examples.tree_listops", (*QUICK, "--models", "vector"), TRAINING | {"threads"}, "vector/checkpoint.pt"),
+    Program("examples.cross_modal", QUICK, TRAINING | {"threads"}, "checkpoint.pt"),
+    Program("examples.uncertainty", QUICK, frozenset({"config", "threads", "json"})),
+    Program("examples.observer", QUICK),
+    Program("examples.graph_signal", ("--steps", "1")),
+    Program("examples.quantum", (), frozenset({"seed"})),
+    Program("examples.semirings", (), frozenset({"seed"})),
+    Program("applicative.laws", ("instances:LOG", "--examples", "1")),  # the law checker
+]
+# fmt: on
+
+Prepare = Callable[[Path, Program], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A bad input: the options a program needs for it, the arguments, what stderr must say, a setup step."""
+
+    name: str
+    needs: frozenset[str]
+    argv: tuple[str, ...]
+    says: str
+    prepare: Prepare | None = None
+    outside: tuple[str, ...] = field(default=())  # what the setup itself put outside --out
+    alone: bool = False  # without the program's quick arguments
+
+
+def _plant(blob: Any) -> Prepare:
+    def prepare(cwd: Path, program: Program) -> None:
+        assert program.checkpoint is not None
+        path = cwd / OUT / program.checkpoint
+        path.parent.mkdir(parents=True)
+        torch.save(blob, path)
+
+    return prepare
+
+
+class _Payload:
+    """Unpickling this runs ``open("pwned", "w")``: what a planted checkpoint would try."""
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, ("pwned", "w"))
+
+
+def _file(name: str, mode: int | None = None, directory: bool = False, text: str = "not a directory") -> Prepare:
+    def prepare(cwd: Path, program: Program) -> None:
+        path = cwd / name
+        if directory:
+            path.mkdir()
+        else:
+            path.write_text(text)
+        if mode is not None:
+            path.chmod(mode)
+
+    return prepare
+
+
+def _needs(*options: str) -> frozenset[str]:
+    return frozenset(options)
+
+
+_RUN = {"format": 1, "config": {"steps": 5}, "step": 1, "task": {}, "history": [], "elapsed": 0.0}
+_NAN = {"model": {"w": torch.full((2,), torch.nan)}}
+_RO = os.geteuid() != 0  # root writes anywhere: a read-only directory is no obstacle to it
+# fmt: off
+#: the shared catalogue: each case runs against every program that has the options it needs
+CATALOGUE = [
+    Case("unknown option", _needs(), ("--no-such-option",), "unrecognized arguments"),
+    Case("seed past the generators", _needs("config"), ("--config", "seed=99999999999999999999999"), "seed="),
+    Case("negative seed", _needs("config"), ("--config", "seed=-1"), "seed=-1: must be >= 0"),
+    Case("huge learning rate", _needs("config"), ("--config", "lr=1e300"), "lr=1e+300: must be <= 10"),
+    Case("size past memory", _needs("config"), ("--config", "steps=1000000000000"), "cannot fit in memory"),
+    Case("zero threads", _needs("threads"), ("--threads", "0"), "argument --threads: 0 is out of range"),
+    Case("negative threads", _needs("threads"), ("--threads", "-1"), "argument --threads: -1 is out of range"),
+    Case("empty --out", _needs("out"), ("--out", ""), "argument --out: empty"),
+    Case("--out the current directory", _needs("out"), ("--out", "."), "the current directory"),
+    Case("negative seed", _needs("seed"), ("--seed", "-1"), "argument --seed: -1 is out of range"),
+    Case("huge seed", _needs("seed"), ("--seed", str(2**70)), "out of range"),
+    Case("--cache at a file", _needs("cache"), ("--cache", "f"), "f is a file", _file("f"), ("f",)),
+    *([Case("--cache read-only", _needs("cache"), ("--cache", "ro/c"), "not writable", _file("ro", 0o500, True), ("ro",))] if _RO else []),  # noqa: E501
+    Case("--json at a directory", _needs("json"), ("--json", "d"), "d is a directory", _file("d", directory=True), ("d",)),  # noqa: E501
+    Case("--json under a file", _needs("json"), ("--json", "f/r.json"), "is a file", _file("f"), ("f",)),
+    Case("planted pickle", _needs("checkpoint"), (), "refused to load", _plant({"config": {}, "task": _Payload()})),
+    Case("step not a number", _needs("checkpoint"), (), "its step is 'abc'", _plant({**_RUN, "step": "abc"})),
+    Case("step past steps", _needs("checkpoint"), (), "beyond the 5 steps", _plant({**_RUN, "step": 10**12})),
+    Case("task a tensor", _needs("checkpoint"), (), "task state is a Tensor", _plant({**_RUN, "task": torch.zeros(2)})),
+    Case("config a list", _needs("checkpoint"), (), "config is a list", _plant({**_RUN, "config": [1]})),
+    Case("NaN weights", _needs("checkpoint"), (), "task.model.w holds NaN", _plant({**_RUN, "task": _NAN})),
+]
+#: inputs only one program has
+SPECIFIC = [
+    ("examples.lm", Case("limit below a window", _needs(), ("--config", "limit=5"), "limit=5, context=")),
+    ("examples.tree_listops", Case("expressions past memory", _needs(), ("--config", "train=2000000000"), "must be <= 2000000")),  # noqa: E501
+    ("examples.uncertainty", Case("examples past memory", _needs(), ("--config", "train=2000000000"), "must be <= 10000000")),  # noqa: E501
+    ("examples.quantum", Case("batch past memory", _needs(), ("--batch", "10000000000"), "argument --batch")),
+    ("examples.quantum", Case("batch x states past memory", _needs(), ("--batch", "60000", "--qubits", "12"), "at most")),  # noqa: E501
+    ("examples.semirings", Case("nodes past memory", _needs(), ("--nodes", "2000000"), "argument --nodes")),
+    ("examples.semirings", Case("density not a probability", _needs(), ("--density", "nan"), "--density")),
+    ("examples.graph_signal", Case("too few nodes", _needs(), ("--nodes", "2"), "argument --nodes")),
+    ("examples.observer", Case("no such activation", _needs(), ("--activation", "relu"), "invalid choice")),
+    ("applicative.laws", Case("no such module", _needs(), ("nosuch.module:X",), "no module named 'nosuch'", alone=True)),  # noqa: E501
+    ("applicative.laws", Case("module does not parse", _needs(), ("broken:X",), "does not parse", _file("broken.py", text="def f(:\n"), ("broken.py",), True)),  # noqa: E501
+    ("applicative.laws", Case("no such ring module", _needs(), ("instances:Vector", "--ring", "nosuch:R"), "no module named 'nosuch'", alone=True)),  # noqa: E501
+    ("applicative.laws", Case("ring not a ring", _needs(), ("instances:Vector", "--ring", "instances:Chebyshev"), "not a ring", alone=True)),  # noqa: E501
+    ("applicative.laws", Case("no such name", _needs(), ("instances:Nothing",), "no attribute 'Nothing'", alone=True)),
+]
+# fmt: on
+
+
+def _cases() -> list[tuple[Program, Case]]:
+    by_module = {p.module: p for p in PROGRAMS}
+    general = [(p, c) for p in PROGRAMS for c in CATALOGUE if c.needs <= p.has]
+    return general + [(by_module[m], c) for m, c in SPECIFIC]
+
+
+CASES = _cases()
+Result = tuple[int, str, set[str]]  # exit status, stderr, the files left in the working directory
+
+
+def _args(program: Program, case: Case) -> list[str]:
+    out = [] if "out" not in program.has or "--out" in case.argv else ["--out", OUT]
+    return [*([] if case.alone else program.quick), *out, *case.argv]
+
+
+def _id(program: Program, case: Case) -> str:
+    return f"{program.module.split('.')[-1]}: {case.name}"
+
+
+def _collect(cwd: Path, code: int, stderr: str) -> Result:
+    files = {str(p.relative_to(cwd)) for p in cwd.rglob("*")}
+    for p in cwd.rglob("*"):  # let pytest clean up what a case made read-only
+        if p.is_dir():
+            p.chmod(0o700)
+    return code, stderr, files
+
+
+def _run_all(cases: list[tuple[Program, Case]], base: Path) -> dict[str, Result]:
+    """Each case in a process of its own, forked by ``tests/_fork_runner.py`` (torch imported once)."""
+    jobs: list[dict[str, Any]] = []
+    for i, (program, case) in enumerate(cases):
+        cwd = base / f"case{i}"
+        cwd.mkdir(parents=True)
+        if case.prepare is not None:
+            case.prepare(cwd, program)
+        streams = {k: str(base / f"case{i}.{k}") for k in ("stdout", "stderr")}
+        jobs.append({"module": program.module, "argv": _args(program, case), "cwd": str(cwd), **streams})
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    runner = [sys.executable, str(ROOT / "tests" / "_fork_runner.py")]
+    done = subprocess.run(runner, input=json.dumps(jobs), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    codes = json.loads(done.stdout.strip().splitlines()[-1])
+    return {
+        _id(*c): _collect(Path(j["cwd"]), code, Path(j["stderr"]).read_text())
+        for c, j, code in zip(cases, jobs, codes, strict=True)
+    }
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    """Every case's exit status, stderr and the files left in its working directory."""
+    return _run_all(CASES, tmp_path_factory.mktemp("boundaries"))
+
+
+def _check(program: Program, case: Case, result: Result) -> None:
+    code, err, files = result
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err, err[-2000:]
+    assert code == 2, (code, err[-2000:])
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"python -m {program.module}: error: "), lines[0]
+    assert case.says in lines[0], lines[0]
+    outside = {f for f in files if f.split(os.sep)[0] not in (OUT, *case.outside)}
+    assert not outside, f"written outside --out: {sorted(outside)}"
+    assert "pwned" not in files  # a planted checkpoint ran nothing
+
+
+@pytest.mark.parametrize(("program", "case"), CASES, ids=[_id(p, c) for p, c in CASES])
+def test_bad_input_is_one_line(program: Program, case: Case, results: dict[str, Result]) -> None:
+    _check(program, case, results[_id(program, case)])
+
+
+#: a package's ``__main__``, a one-file program, the law checker: the others' entry points run with -m slow
+FRESH = ("examples.poisson", "examples.quantum", "applicative.laws")
+
+
+@pytest.mark.parametrize(
+    "program",
+    [pytest.param(p, marks=() if p.module in FRESH else pytest.mark.slow, id=p.module) for p in PROGRAMS],
+)
+def test_a_fresh_interpreter_answers_the_same(program: Program, tmp_path: Path) -> None:
+    """The entry point itself, ``python -m MODULE``, in a fresh interpreter (one case per program; ~4 s each)."""
+    case = CATALOGUE[0]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", program.module, *_args(program, case)]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    _check(program, case, _collect(tmp_path, done.returncode, done.stderr))
+
+
+def test_every_program_is_in_the_catalogue() -> None:
+    """A new program under examples/ must join :data:`PROGRAMS` (the two demos without options aside)."""
+    found = {f"examples.{p.stem}" for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__"}
+    found |= {f"examples.{p.parent.name}" for p in (ROOT / "examples").glob("*/__main__.py")}
+    silent = {"examples.quickstart", "examples.unlawful_distribution"}  # take no arguments, read no files
+    assert found - silent == {p.module for p in PROGRAMS if p.module.startswith("examples.")}
+
+
+# ---- a real checkpoint, damaged: one CheckpointError naming the file -------------------------------------
+
+TINY = PRESETS["tiny"].replace(steps=2, checkpoint_every=1)
+
+
+class Finished(tuple[Path, data.Splits, dict[str, Any]]):
+    """A tiny finished Poisson run: its directory, its data and its checkpoint's contents."""
+
+    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
+        return f"Finished({self[0]})"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Finished:
+    out = tmp_path_factory.mktemp("finished")
+    splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
+    train.train(TINY, splits, out, progress=False)
+    return Finished((out, splits, load_checkpoint(out / train.CHECKPOINT)))
+
+
+def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a nest of dicts and lists (the containers themselves included)."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list | tuple) else ()
+    out = [path] if path else []
+    for k, v in items:
+        out += _leaves(v, (*path, k))
+    return out
+
+
+def _get(blob: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        blob = blob[k]
+    return blob
+
+
+def _set(blob: Any, path: tuple[Any, ...], value: Any) -> None:
+    parent = _get(blob, path[:-1])
+    if isinstance(parent, tuple):  # tuples in a state (betas): replace the whole tuple
+        grand, items = _get(blob, path[:-2]), list(parent)
+        items[path[-1]] = value
+        grand[path[-2]] = tuple(items)
+    else:
+        parent[path[-1]] = value
+
+
+KINDS = ("drop", "retype", "reshape", "nan", "top")
+WRONG = ("abc", [1.0], None, 2.5)  # values of the wrong type wherever they land
+TOP: tuple[tuple[str, Any], ...] = (
+    ("step", 10**12), ("step", -1), ("step", 2.5), ("step", "2"), ("config", [1]), ("task", torch.zeros(1)),
+    ("history", {"a": 1}), ("elapsed", float("inf")), ("format", 2), ("job", 7),
+)  # fmt: skip
+
+
+def _damage(blob: dict[str, Any], kind: str, pick: int, value: int, where: float) -> str:
+    """Damage ``blob`` in place so that no reader may accept it; says what was done.
+
+    ``drop`` a key of the model, schedule or optimiser; ``retype`` a tensor or a plain value of the task
+    to :data:`WRONG`; ``reshape`` a tensor; ``nan``: a NaN into a float tensor; ``top``: one of :data:`TOP`.
+    """
+    places = [("task", *p) for p in _leaves(blob["task"])]
+    dicts = [p for p in places if isinstance(_get(blob, p), dict) and _get(blob, p) and p[-1] != "state"]
+    keys = [(*p, k) for p in dicts for k in _get(blob, p) if p[:2] != ("task", "optimiser") or len(p) == 2]
+    tensors = [p for p in places if isinstance(_get(blob, p), torch.Tensor)]
+    floats = [p for p in tensors if _get(blob, p).is_floating_point() and _get(blob, p).numel()]
+    plain = [p for p in places if type(_get(blob, p)) in (int, float, str) and p[2] != "state"]
+    if kind == "drop":
+        path = keys[pick % len(keys)]
+        _get(blob, path[:-1]).pop(path[-1])
+        return f"drop {path}"
+    if kind == "retype":
+        path, wrong = (tensors + plain)[pick % len(tensors + plain)], WRONG[value % len(WRONG)]
+        if type(wrong) is type(_get(blob, path)):
+            wrong = "abc"
+        _set(blob, path, wrong)
+        return f"{path} := {wrong!r}"
+    if kind == "reshape":
+        path = tensors[pick % len(tensors)]
+        t = _get(blob, path)
+        _set(blob, path, torch.zeros(*t.shape, 2, dtype=t.dtype))
+        return f"reshape {path}"
+    if kind == "nan":
+        path = floats[pick % len(floats)]
+        t = _get(blob, path).clone()
+        t.view(-1)[int(where * (t.numel() - 1))] = torch.nan
+        _set(blob, path, t)
+        return f"NaN in {path}"
+    key, bad = TOP[pick % len(TOP)]
+    blob[key] = bad
+    return f"{key} := {bad!r}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    pick=st.integers(0, 10**6),
+    value=st.integers(0, 10),
+    where=st.floats(0, 1),
+)
+def test_a_damaged_checkpoint_is_one_clear_error(
+    kind: str,
+    pick: int,
+    value: int,
+    where: float,
+    finished: Finished,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Resuming from a damaged checkpoint, and loading it, is one CheckpointError naming the file."""
+    _, splits, blob = finished
+    damaged = copy.deepcopy(blob)
+    what = _damage(damaged, kind, pick, value, where)
+    run = tmp_path_factory.mktemp("damaged")
+    path = run / train.CHECKPOINT
+    torch.save(damaged, path)
+    with pytest.raises(CheckpointError) as resumed:
+        train.train(TINY, splits, run, progress=False)
+    message = str(resumed.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, (what, message)
+    if kind in ("top", "nan") or "'model'" in what:  # load() reads the model alone of the task's state
+        with pytest.raises(CheckpointError, match=str(path)):
+            poisson.load(run)
+
+
+def test_the_intact_checkpoint_resumes_and_loads(finished: Finished) -> None:
+    """The property test's control: the same checkpoint, undamaged, is accepted by both readers."""
+    out, splits, _ = finished
+    assert train.train(TINY, splits, out, progress=False).resumed_from == TINY.steps
+    assert isinstance(poisson.load(out), poisson.PoissonModel)
+
+
+def test_load_says_what_is_wrong_with_its_arguments(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="expected a run directory"):
+        lm.load(None)  # type: ignore[arg-type]
+    with pytest.raises(Exception, match="device 'bogus': not a device"):
+        lm.load(tmp_path, device="bogus")
+    if not torch.cuda.is_available():
+        with pytest.raises(Exception, match="no CUDA device"):
+            lm.load(tmp_path, device="cuda")
+    with pytest.raises(CheckpointError, match="no checkpoint there"):
+        lm.load(tmp_path)
+
+
+# ---- writes that fail or race, and the API's own boundaries -------------------------------------------------
+
+
+def test_a_full_disk_says_which_checkpoint_is_kept(
+    finished: Finished, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, splits, _ = finished
+    cfg = TINY.replace(steps=4)
+    train.train(cfg, splits, tmp_path, progress=False, stop_after=2)
+
+    def full(obj: object, f: object) -> None:
+        Path(str(f)).write_bytes(b"half a file")  # what a full disk leaves behind
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(torch, "save", full)  # as the checkpoint writer sees it
+    with pytest.raises(CheckpointError) as info:
+        train.train(cfg, splits, tmp_path, progress=False)
+    assert str(info.value).startswith(f"cannot write {tmp_path / train.CHECKPOINT} (No space left on device)")
+    assert f"the last good checkpoint (step 2) is kept in {tmp_path / train.CHECKPOINT}" in str(info.value)
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / train.CHECKPOINT)["step"] == 2  # intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == [train.CHECKPOINT]  # no temporary left behind
+
+
+def test_two_runs_filling_one_new_cache_do_not_race(tmp_path: Path) -> None:
+    """Two processes write the same new cache file at once: both finish, and the file reads back whole."""
+    cache = tmp_path / "cache"
+    children = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover -- the child
+            code = 1
+            try:
+                data.splits(8, 4, 0, 16, cache)
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0]
+    assert [p.name for p in cache.iterdir()] == ["poisson_n16_tr8_te4_s0.pt"]  # no temporaries left
+    cached, fresh = data.splits(8, 4, 0, 16, cache), data.splits(8, 4, 0, 16)
+    assert torch.equal(cached.train.g, fresh.train.g) and torch.equal(cached.ood.f, fresh.ood.f)
+
+
+class _Exact:
+    """A stand-in operator with ``modes`` (solve needs no trained model to check its arguments)."""
+
+    modes = 8
+
+    def __call__(self, c: torch.Tensor) -> torch.Tensor:
+        return c
+
+
+@pytest.mark.parametrize(
+    ("source", "x", "grid", "says"),
+    [
+        (lambda x, y: x * y, torch.linspace(-1.5, 1, 5), None, "x spans [-1.5, 1], outside [-1, 1]"),
+        (lambda x, y: x * y, torch.tensor([0.0, float("nan")]), None, "x holds NaN or infinite points"),
+        (lambda x, y: x / 0 * y, torch.linspace(-1, 1, 5), None, "NaN or infinite numbers"),
+        (torch.full((16, 16), torch.nan), torch.linspace(-1, 1, 5), "fine", "NaN or infinite numbers"),
+        (torch.ones(16, 16), torch.linspace(-1, 1, 5), "equal", "has 1 distinct of 16"),
+        (torch.ones(16, 16), torch.linspace(-1, 1, 5), "wide", "grid gx spans [-2, 2]"),
+    ],
+    ids=["outside", "nan-point", "nan-source", "nan-values", "degenerate-grid", "grid-outside"],
+)
+def test_solve_refuses_what_it_cannot_answer(source: Any, x: torch.Tensor, grid: str | None, says: str) -> None:
+    grids = {
+        "fine": (torch.linspace(-1, 1, 16), torch.linspace(-1, 1, 16)),
+        "equal": (torch.zeros(16), torch.linspace(-1, 1, 16)),
+        "wide": (torch.linspace(-2, 2, 16), torch.linspace(-1, 1, 16)),
+    }
+    with pytest.raises(ValueError, match=re.escape(says)):
+        poisson.solve(_Exact(), source, x, torch.linspace(-1, 1, 3), grid=None if grid is None else grids[grid])
+
+
+@pytest.mark.parametrize(
+    ("probs", "says"),
+    [("ab", "got the string 'ab'"), ([0.5, "a"], "a sequence of numbers"), (3, "a sequence of numbers")],
+)
+def test_distribution_of_what_is_not_probabilities_is_a_structure_error(probs: Any, says: str) -> None:
+    with pytest.raises(StructureError, match=re.escape(says)):
+        Distribution(probs)
