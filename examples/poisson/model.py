@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
-from examples.training import CheckpointError, load_checkpoint
+from examples.training.checkpoint import load_model, run_path
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled
@@ -129,17 +129,9 @@ class PoissonModel(nn.Module):
 
 def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonModel:
     """The trained model of a run directory (``python -m examples.poisson --out run_dir``), in eval mode."""
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint there; train with python -m examples.poisson --out {run_dir}")
-    blob = load_checkpoint(path, required=("config", "task"))
-    try:
-        config = Config(**blob["config"])
-        model = PoissonModel(config)
-        model.load_state_dict(blob["task"]["model"])
-    except (TypeError, KeyError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: not a checkpoint of this Poisson model ({str(e).splitlines()[0]})") from None
-    return model.to(device).eval()
+    path = run_path(run_dir, "examples.poisson") / CHECKPOINT
+    build = lambda blob: PoissonModel(Config(**blob["config"]))  # noqa: E731
+    return load_model(path, build, device, "examples.poisson", "a Poisson model")
 
 
 Source = Callable[[Tensor, Tensor], Tensor] | Tensor
