@@ -17,9 +17,9 @@ models need the bench extra. Run: ``python -m examples.graph_hops [--steps N]``.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import random
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -30,8 +30,12 @@ from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Vector
+from examples.training import Parser, run_cli
+from examples.training.cli import bounded, seed, threads
 from instances import EdgeSoftmax, Graph
 from models import encoder
+
+PROG = "python -m examples.graph_hops"
 
 
 class Features(Vector):
@@ -132,14 +136,20 @@ def run(kind: str, train: Sequence[Any], test: Sequence[Any], steps: int, seed: 
     return {"model": kind, "parameters": params, "accuracy": acc, "seconds": seconds}
 
 
-def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    p = argparse.ArgumentParser(prog="python -m examples.graph_hops", description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=1500)
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: 0, or 2 with one line on stderr for a bad option."""
+    return run_cli(PROG, lambda: experiment(argv))
+
+
+def experiment(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Generate, train each model and report; a bad option is a :class:`~examples.training.UserError`."""
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=bounded(1, 10**7), default=1500)
     p.add_argument("--models", default="ours,transformerconv,gatconv,ours-1")
-    p.add_argument("--train", type=int, default=4000)
-    p.add_argument("--test", type=int, default=500)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--train", type=bounded(1, 10**6), default=4000)
+    p.add_argument("--test", type=bounded(1, 10**6), default=500)
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--threads", type=threads, default=1)
     args = p.parse_args(argv)
     kinds = args.models.split(",")
     if args.steps < 1 or any(k not in ("ours", "ours-1", "transformerconv", "gatconv") for k in kinds):
@@ -161,4 +171,4 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

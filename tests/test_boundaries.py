@@ -68,6 +68,8 @@ PROGRAMS = [
     Program("examples.observer", QUICK),
     Program("examples.graph_signal", ("--steps", "1")),
     Program("examples.quantum", (), frozenset({"seed"})),
+    Program("examples.circuits", ("--steps", "1", "--train", "8", "--test", "4", "--models", "dag"), frozenset({"seed", "threads", "json"})),
+    Program("examples.graph_hops", ("--steps", "1", "--train", "8", "--test", "4", "--models", "ours"), frozenset({"seed", "threads"})),
     Program("examples.semirings", (), frozenset({"seed"})),
     Program("applicative.laws", ("instances:LOG", "--examples", "1")),  # the law checker
 ]

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from applicative import Field
-from examples.circuits.__main__ import main
+from examples.circuits.__main__ import experiment, main
+from examples.training import UserError
 from examples.circuits.data import EXACT, OPS, dag_batch, generate, tree_batch, tree_size
 from instances import by_op
 
@@ -49,7 +50,7 @@ def test_labels_are_the_exact_dag_and_tree_folds_and_the_sharing_is_real() -> No
 
 def test_the_program_runs(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    results = main(
+    results = experiment(
         [
             "--models",
             "dag,tree",
@@ -70,11 +71,12 @@ def test_the_program_runs(tmp_path: Path) -> None:
     assert [r.model for r in results] == ["dag", "tree"]
     assert results[0].parameters == results[1].parameters  # the same cell on both sides
     assert out.exists() and set(results[0].accuracy) == {"depth 1-4", "depth 5", "depth 6"}
-    with pytest.raises(SystemExit):
-        main(["--models", "rnn,dag"])
+    with pytest.raises(UserError, match="--models from dag,tree,gnn"):
+        experiment(["--models", "rnn,dag"])
+    assert main(["--models", "rnn,dag"]) == 2
 
 
 def test_the_gnn_peer_runs() -> None:
     pytest.importorskip("torch_geometric")
-    (r,) = main(["--models", "gnn", "--steps", "3", "--batch", "16", "--train", "100", "--test", "20", "--width", "8"])
+    (r,) = experiment(["--models", "gnn", "--steps", "3", "--batch", "16", "--train", "100", "--test", "20", "--width", "8"])
     assert r.model == "gnn" and r.parameters > 0

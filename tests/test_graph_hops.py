@@ -10,7 +10,8 @@ import torch
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from examples.graph_hops import batch, main, sample
+from examples.graph_hops import batch, experiment, main, sample
+from examples.training import UserError
 
 
 def test_labels_are_a_marked_node_within_two_hops() -> None:
@@ -30,7 +31,8 @@ def test_labels_are_a_marked_node_within_two_hops() -> None:
 
 def test_the_program_runs() -> None:
     torch.set_num_threads(1)
-    results = main(["--steps", "2", "--models", "ours,ours-1", "--train", "40", "--test", "10"])
+    results = experiment(["--steps", "2", "--models", "ours,ours-1", "--train", "40", "--test", "10"])
     assert [r["model"] for r in results] == ["ours", "ours-1"]
-    with pytest.raises(SystemExit):
-        main(["--models", "gcn"])
+    with pytest.raises(UserError, match="--models from"):
+        experiment(["--models", "gcn"])
+    assert main(["--models", "gcn"]) == 2

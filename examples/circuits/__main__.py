@@ -26,16 +26,20 @@ import importlib.util
 import json
 import math
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Linear
+from examples.training import Parser, run_cli
+from examples.training.cli import bounded, learning_rate, output_file, seed, threads
 from instances import DAG, Expressions, Vector
 from models import DAGFold, TreeFold
 
@@ -44,6 +48,8 @@ from .gnn import CircuitGNN
 
 TRAIN_DEPTHS = (1, 2, 3, 4)
 TEST_DEPTHS = (5, 6)
+
+PROG = "python -m examples.circuits"
 
 
 class Digits(Vector):
@@ -126,19 +132,25 @@ def train(kind: str, args: argparse.Namespace, data: Sequence[Circuit], tests: d
     return Result(kind, sum(p.numel() for p in model.parameters()), seconds, acc, ms)
 
 
-def main(argv: Sequence[str] | None = None) -> list[Result]:
-    p = argparse.ArgumentParser(prog="python -m examples.circuits", description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--width", type=int, default=64, help="state size")
-    p.add_argument("--hidden", type=int, default=128, help="the cell's hidden size")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--train", type=int, default=20000, help="training circuits")
-    p.add_argument("--test", type=int, default=2000, help="circuits per test split")
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: 0, or 2 with one line on stderr for a bad option."""
+    return run_cli(PROG, lambda: experiment(argv))
+
+
+def experiment(argv: Sequence[str] | None = None) -> list[Result]:
+    """Generate, train each model and report; a bad option is a :class:`~examples.training.UserError`."""
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=bounded(1, 10**7), default=3000)
+    p.add_argument("--batch", type=bounded(1, 2**16), default=128)
+    p.add_argument("--width", type=bounded(1, 4096), default=64, help="state size")
+    p.add_argument("--hidden", type=bounded(1, 16384), default=128, help="the cell's hidden size")
+    p.add_argument("--lr", type=learning_rate, default=3e-3)
+    p.add_argument("--train", type=bounded(1, 10**6), default=20000, help="training circuits")
+    p.add_argument("--test", type=bounded(1, 10**6), default=2000, help="circuits per test split")
     p.add_argument("--models", default="dag,tree,gnn", help="dag, tree, gnn (needs torch_geometric: the bench extra)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--json", default=None, help="write the report here")
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--threads", type=threads, default=1)
+    p.add_argument("--json", type=output_file, default=None, help="write the report here")
     args = p.parse_args(argv)
     kinds = args.models.split(",")
     if args.steps < 1 or args.batch < 1 or not kinds or any(k not in ("dag", "tree", "gnn") for k in kinds):
@@ -166,9 +178,10 @@ def main(argv: Sequence[str] | None = None) -> list[Result]:
             print(f"  {name}: accuracy {r.accuracy[name]:.2%}, evaluation {r.eval_ms_per_1000[name]:.1f} ms / 1000")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": [asdict(r) for r in results]}, f, indent=1)
+            plain = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+            json.dump({"args": plain, "results": [asdict(r) for r in results]}, f, indent=1)
     return results
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -61,6 +61,17 @@ def seed(text: str) -> int:
     return integer(text, 0, SEED_MAX, " (the random generators' range)")
 
 
+def learning_rate(text: str) -> float:
+    """``--lr``: a finite learning rate in ``(0, 10]``."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < x <= 10:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{x} is out of range: a learning rate must be in (0, 10]")
+    return x
+
+
 def out_dir(text: str) -> Path:
     """``--out``: a run directory of its own -- not empty, not the current directory, the repository or ``/``."""
     if not text.strip():
