@@ -90,7 +90,8 @@ def trained(config: Config, splits: data.Splits, steps: int) -> dict[str, float]
     return {
         "held": float(errors(task.model, splits.test, cpu).mean()),
         "ood": float(errors(task.model, splits.ood, cpu).mean()),
-        "params": sum(p.numel() for p in task.model.parameters()),
+        # the parameters that train (a linear path alone leaves the Funcformer it does not run untouched)
+        "params": sum(p.numel() for p in task.model.parameters() if p.grad is not None),
         "time": seconds,
     }
 
