@@ -97,6 +97,8 @@ def _consistent(c: Config) -> str | None:
 PRESETS: dict[str, Config] = {
     "default": Config(),
     "lognormal": Config(family="lognormal"),
+    # log a read where it is given: cross-attention from the Chebyshev domain onto the grid's samples
+    "grid": Config(reader="grid", reader_width=32),
     # seconds: for tests and smoke runs
     "tiny": Config(
         points=17,
