@@ -12,6 +12,8 @@ from .data import Family
 
 Normalisation = Literal["softmax", "linear"]
 DType = Literal["float32", "float64"]
+Reader = Literal["interpolant", "grid"]
+Sequence = Literal["x", "xy"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,16 @@ class Config:
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
         seed: seeds the data, the initialisation and the batch order.
         dtype: the model's float type.
+        reader: how ``log a`` reaches the network: ``"interpolant"`` (its ``modes x modes`` Chebyshev
+            interpolant, the first design) or ``"grid"`` (cross-attention from learned queries on the
+            Chebyshev domain onto the grid's samples, :class:`~examples.darcy.model.GridReader`).
+        sequence: the Transformer's sequence: ``"x"`` (features: functions of ``y``; the 1D Funcformer) or
+            ``"xy"`` (the whole domain ``Pairs(X, Y)``, channels as features); ``"xy"`` needs ``reader="grid"``.
+        domain_normalise: attention normalisation over the domain when ``sequence="xy"`` (``"linear"``: the
+            Galerkin form, linear cost in the ``modes²`` positions).
+        reader_normalise: the grid reader's attention normalisation (``"softmax"``: each query a local average).
+        reader_width: the grid reader's channels (``0``: ``width``; ``heads`` must divide it).
+        frequencies: Fourier features per axis of a grid token's coordinates (``reader="grid"``).
     """
 
     family: Family = "piecewise"
@@ -54,6 +66,12 @@ class Config:
     checkpoint_every: int = at_least(250, 1)
     seed: int = at_least(0, 0)
     dtype: DType = "float32"
+    reader: Reader = "interpolant"
+    sequence: Sequence = "x"
+    domain_normalise: Normalisation = "linear"
+    reader_normalise: Normalisation = "softmax"
+    reader_width: int = at_least(0, 0)
+    frequencies: int = at_least(8, 0)
 
     def __post_init__(self) -> None:
         validate(self, _consistent)
@@ -71,12 +89,16 @@ def _consistent(c: Config) -> str | None:
             f"config fields modes={c.modes}, points={c.points}: the solution series has modes + 2 terms per axis, "
             "more than the grid can determine; lower modes or raise points"
         )
+    if c.sequence == "xy" and c.reader != "grid":
+        return "config fields sequence=xy, reader=interpolant: the 2D-domain model reads the grid; set reader=grid"
     return None
 
 
 PRESETS: dict[str, Config] = {
     "default": Config(),
     "lognormal": Config(family="lognormal"),
+    # log a read where it is given: cross-attention from the Chebyshev domain onto the grid's samples
+    "grid": Config(reader="grid", reader_width=32),
     # seconds: for tests and smoke runs
     "tiny": Config(
         points=17,

@@ -8,13 +8,36 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
   function (:meth:`~examples.darcy.data.DarcyData.log_a_at`), so it is *sampled* at those points, not fitted
   from the grid. For the piecewise-constant family the interpolant of a jump oscillates (Gibbs) and
   converges only in :math:`L^2`; the network sees that series, never the exact interfaces.
-* Network: :class:`models.funcformer.Funcformer` unchanged (sequence ``X``, features ``Y``, a Vector of
-  channels as the model structure).
+* Input, ``reader="grid"`` (:class:`GridReader`): ``log a`` where it is given, its samples on the data's
+  ``P x P`` grid -- the same numbers the FNO reads, where the interpolant above samples the coefficient
+  function between the nodes. The grid is a structure (``Pairs(Uniform(P), Uniform(P))``, trapezoid
+  weights; :mod:`examples.darcy.grid`), and learned queries on the Chebyshev domain cross-attend to its
+  tokens, one axis at a time, giving ``width`` feature functions on ``Pairs(X, Y)``. A 65² grid is read by
+  the same weights (the same integrals, sampled more densely).
+* Network: with ``sequence="x"`` (default), :class:`models.funcformer.Funcformer` unchanged (the grid
+  reader's channels are first collapsed to one function); with ``sequence="xy"``, the generic encoder over
+  the whole domain ``Pairs(X, Y)`` with channels as features (the Transolver / Galerkin-Transformer shape;
+  ``domain_normalise="linear"`` is the Galerkin form, linear in the ``n²`` positions).
 * Output: the boundary condition is built in. The network's series :math:`v` is multiplied by the bubble
   :math:`b(x, y) = (1 - x^2)(1 - y^2)`, exactly in coefficient space: :math:`u = B v B^T` with
   :func:`bubble_matrix` ``B`` ``(n + 2, n)``, from :math:`(1 - t^2) T_k = T_k/2 - T_{k+2}/4 - T_{|k-2|}/4`.
   So :math:`u` is an ``(n + 2) x (n + 2)`` Chebyshev series vanishing on the boundary, evaluated on the
   grid for the loss.
+
+Why this reader (measured, piecewise family, one thread on a shared 2-core machine; ``benchmarks`` and the
+README give the trained figures). Solving exactly from what each input keeps of ``a`` (24 samples, the
+65²-solved reference): the 33² grid loses 8.3e-3, the 20² Chebyshev interpolant 2.7e-2 (Gibbs). The second
+candidate design, a least-squares projection of the 33² samples onto ``n x n`` Chebyshev modes, loses 3.9e-2
+at ``n = 20`` (2.9e-2 with a ``k⁴`` smoothing penalty), and at ``n = 24`` the unsmoothed fit already blows up
+between the nodes near the edges (``exp`` overflowed: polynomial fits on uniform nodes, Runge), so "more modes
+than the output" does not come cheaply from a uniform grid; it was dropped. Cross-attention keeps the grid's
+samples and learns its own (content-dependent) smoothing. Attention from all ``n²`` domain points to all
+``P²`` grid tokens costs 1.1--1.3 s a step (batch 16) against 0.1 s for the whole 1D Funcformer; the separable
+reading (along ``x`` per grid row, then along ``y`` per Chebyshev point: ``n P² + n² P`` scores) costs 0.34 s
+with 32 reader channels, and the 2D-domain encoder about 1.2 s. At 300 steps (batch 16) the grid reader
+reached 8.5e-2 against 6.7e-2 for the interpolant: it has to learn to read first, and the interpolant's Gibbs
+floor (2.7e-2) is far below either at this budget. The default stays the interpolant; ``--preset grid`` is the
+grid route.
 """
 
 from __future__ import annotations
@@ -25,13 +48,25 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
+from applicative import (
+    Field,
+    LayerNorm,
+    Linear,
+    LinearAttention,
+    MultiHeadAttention,
+    Normalise,
+    Pairs,
+    ScaledSoftmax,
+    add,
+)
 from examples.training import CheckpointError, load_checkpoint
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig
+from models.transformer import EncoderLayer
 
-from .config import Config
+from . import grid
+from .config import Config, Normalisation
 from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
@@ -66,9 +101,65 @@ def grid_matrix(n: int, grid_points: int) -> Tensor:
     return vandermonde(torch.linspace(-1, 1, grid_points, dtype=torch.float64), n)
 
 
-def _normalise(config: Config) -> Normalise:
+def _normalise(config: Config, kind: Normalisation | None = None) -> Normalise:
     scale = 1.0 / math.sqrt(config.width // config.heads)
-    return ScaledSoftmax(scale) if config.normalise == "softmax" else LinearAttention(scale)
+    return ScaledSoftmax(scale) if (kind or config.normalise) == "softmax" else LinearAttention(scale)
+
+
+class GridReader(nn.Module):
+    """Standardised ``log a`` on a ``P x P`` grid -> ``width`` feature functions on the domain ``Pairs(X, Y)``.
+
+    Two cross-attentions through :class:`~applicative.MultiHeadAttention`, one per axis (a separable
+    reading: ``O(n P² + n² P)`` scores instead of ``n² P²`` for attention over the whole grid at once):
+
+    1. along ``x``, one grid row ``y_j`` at a time: the queries are learned functions ``q_x(x)`` on
+       ``X = Chebyshev(n)``; the keys and values are the row's tokens (``log a`` and Fourier features of
+       ``x_i``, :func:`~examples.darcy.grid.line_tokens`, embedded and normalised) on
+       :class:`~examples.darcy.grid.Uniform` ``(P)``, integrated with its trapezoid measure;
+    2. along ``y``, at each Chebyshev point ``x_k``: learned queries ``q_y(y)`` on ``Y`` read the first
+       readings (plus Fourier features of ``y_j``) along the grid's column.
+
+    Each is one fused SDPA call with bias ``log w``; the readings are stored back as Chebyshev coefficients.
+    Any ``P`` is read with the same weights (the measure makes it the same integral, sampled more densely).
+    """
+
+    def __init__(self, config: Config, domain: Pairs, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.domain, self.frequencies = domain, config.frequencies
+        d, r = Vector(config.width), Vector(config.reader_width or config.width)
+        f = Vector(2 * config.frequencies)
+        self.embed: Linear[Vector, Vector] = Linear(Vector(1 + f.size), r, dtype=dtype)
+        self.position: Linear[Vector, Vector] = Linear(f, r, dtype=dtype)
+        self.norm_x: LayerNorm[Vector] = LayerNorm(r, eps=config.eps, dtype=dtype)
+        self.norm_y: LayerNorm[Vector] = LayerNorm(r, eps=config.eps, dtype=dtype)
+        head = Vector(r.size // config.heads)
+        scale = 1 / math.sqrt(head.size)
+        normalise = ScaledSoftmax(scale) if config.reader_normalise == "softmax" else LinearAttention(scale)
+        self.attn_x = MultiHeadAttention(r, head, head, config.heads, normalise, dtype=dtype)
+        self.attn_y = MultiHeadAttention(r, head, head, config.heads, normalise, dtype=dtype)
+        self.query_x = nn.Parameter(0.1 * torch.randn(domain.a.size, r.size, dtype=dtype))
+        self.query_y = nn.Parameter(0.1 * torch.randn(domain.b.size, r.size, dtype=dtype))
+        self.lift: Linear[Vector, Vector] = Linear(r, d, dtype=dtype)
+
+    def forward(self, log_a: Tensor) -> Field[Pairs, Vector]:
+        """``log_a`` ``(batch, P, P)`` (standardised; ``[b, i, j]`` at ``(x_i, y_j)``) -> ``(batch, n², width)``
+        coefficients on the domain."""
+        b, p = log_a.shape[0], log_a.shape[-1]
+        nx, ny = self.domain.a.size, self.domain.b.size
+        line, r = grid.Uniform(p), self.lift.inp
+        # 1. along x, each row y_j a batch: tokens (b, P_y, P_x, 1 + 2K)
+        tokens = Field(grid.line_tokens(log_a.mT, self.frequencies), (line, self.embed.inp))
+        memory = self.norm_x(self.embed(tokens))
+        q = Field(self.query_x.expand(b, p, nx, r.size), (self.domain.a, r))
+        h = add(q, self.attn_x(q, memory)).tensor  # (b, P_y, n_x, R): coefficients along x
+        # 2. along y, at each Chebyshev point x_k: keys (b, n_x, P_y, R)
+        h = self.domain.a.positions(h, -2).transpose(-2, -3)
+        fy = grid.fourier(p, self.frequencies, h.dtype, h.device)
+        memory = self.norm_y(add(Field(h, (line, r)), self.position(Field(fy, (line, self.position.inp)))))
+        q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain.b, r))
+        g = add(q, self.attn_y(q, memory)).tensor  # (b, n_x points, n_y coefficients, R)
+        c = self.domain.a.stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
+        return self.lift(Field(c, (self.domain, r)))
 
 
 class DarcyModel(nn.Module):
@@ -88,27 +179,72 @@ class DarcyModel(nn.Module):
         super().__init__()
         self.config = config
         self.dtype = getattr(torch, config.dtype)
-        n = config.modes
+        n, d = config.modes, Vector(config.width)
         self.x, self.y = X(n), Y(n)
-        cfg = FuncformerConfig(heads=config.heads, depth=config.depth, normalise=_normalise(config), eps=config.eps)
-        self.net: Funcformer[X, Y, Vector] = Funcformer(
-            self.x, self.y, Vector(config.width), Vector(config.hidden), cfg, dtype=self.dtype
-        )
+        self.domain = Pairs(self.x, self.y)
+        self.reader = GridReader(config, self.domain, self.dtype) if config.reader == "grid" else None
+        self.net: Funcformer[X, Y, Vector] | None = None
+        self.collapse: Linear[Vector, Vector] | None = None
+        self.layers = nn.ModuleList()
+        self.out: Linear[Vector, Vector] | None = None
+        if config.sequence == "x":
+            cfg = FuncformerConfig(heads=config.heads, depth=config.depth, normalise=_normalise(config), eps=config.eps)
+            self.net = Funcformer(self.x, self.y, d, Vector(config.hidden), cfg, dtype=self.dtype)
+            if self.reader is not None:  # the reader's channels -> one function of (x, y), the Funcformer's input
+                self.collapse = Linear(d, Vector(1), dtype=self.dtype)
+        else:  # the generic encoder over the whole domain, channels as features
+            normalise = _normalise(config, config.domain_normalise)
+            self.layers.extend(
+                EncoderLayer(
+                    d,
+                    Vector(config.hidden),
+                    config.heads,
+                    normalise=normalise,
+                    norm_first=True,
+                    eps=config.eps,
+                    dtype=self.dtype,
+                )
+                for _ in range(config.depth)
+            )
+            self.out = Linear(d, Vector(1), dtype=self.dtype)
         for name, value in (("in_shift", in_shift), ("in_scale", in_scale), ("out_scale", out_scale)):
             self.register_buffer(name, torch.tensor(value, dtype=torch.float64))
         self.register_buffer("bubble", bubble_matrix(n).to(self.dtype))
         self.register_buffer("grid", grid_matrix(n + 2, config.points).to(self.dtype))
 
+    def inputs(self, d: DarcyData) -> Tensor:
+        """What :meth:`forward` reads of the samples ``d``: ``log a`` coefficients, or ``log a`` on the grid."""
+        return d.a.log() if self.reader is not None else input_coefficients(d, self.config.modes)
+
     def forward(self, log_a: Tensor) -> Tensor:
-        """``log a`` coefficients ``(batch, n, n)`` -> ``u`` coefficients ``(batch, n + 2, n + 2)``."""
+        """``log a`` ``(batch, n, n)`` coefficients, or ``(batch, P, P)`` grid samples with ``reader="grid"``
+        (any ``P``) -> ``u`` coefficients ``(batch, n + 2, n + 2)``."""
         c = log_a.to(self.dtype)
-        c = (c - self._constant(c)) / self.in_scale.to(self.dtype)
-        v = self.net(Field(c, (self.x, self.y))).tensor / self.out_scale.to(self.dtype)
+        n = self.config.modes
+        if self.reader is None:
+            assert self.net is not None  # the interpolant route is the 1D Funcformer's (config check)
+            c = (c - self._constant(c)) / self.in_scale.to(self.dtype)
+            v = self.net(Field(c, (self.x, self.y))).tensor
+        else:
+            h = self.reader((c - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype))
+            if self.net is not None and self.collapse is not None:
+                f = self.collapse(h).tensor.reshape(-1, n, n)
+                v = self.net(Field(f, (self.x, self.y))).tensor
+            else:
+                for layer in self.layers:
+                    h = layer(h)
+                assert self.out is not None
+                v = self.out(h).tensor.reshape(-1, n, n)
+        v = v / self.out_scale.to(self.dtype)
         return self.bubble @ v @ self.bubble.mT
 
-    def on_grid(self, u: Tensor) -> Tensor:
-        """``u`` coefficients ``(..., n + 2, n + 2)`` at the ``points x points`` nodes of ``[0, 1]²``."""
-        return self.grid @ u @ self.grid.mT
+    def on_grid(self, u: Tensor, points: int | None = None) -> Tensor:
+        """``u`` coefficients ``(..., n + 2, n + 2)`` at the ``points x points`` nodes of ``[0, 1]²``.
+
+        ``points`` defaults to the config's (the training grid); any other evaluates the same series there.
+        """
+        g = self.grid if points in (None, self.config.points) else grid_matrix(u.shape[-1], points).to(u)
+        return g @ u @ g.mT
 
     def _constant(self, c: Tensor) -> Tensor:
         """The constant function ``in_shift`` as coefficients (``T_0 T_0`` only), shaped like ``c``."""

@@ -21,7 +21,7 @@ from examples.training.loop import Progress
 
 from . import data
 from .config import Config
-from .model import DarcyModel, input_coefficients
+from .model import DarcyModel
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
@@ -54,9 +54,9 @@ class DarcyTask:
             self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
         )
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
-        self.x = input_coefficients(splits.train, config.modes).to(device, dtype)
+        self.x = self.model.inputs(splits.train).to(device, dtype)
         self.u = splits.train.u.to(device, dtype)
-        self.x_test = input_coefficients(splits.test, config.modes).to(device, dtype)
+        self.x_test = self.model.inputs(splits.test).to(device, dtype)
         self.u_test = splits.test.u
 
     def train_step(self) -> Tensor:

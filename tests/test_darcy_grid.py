@@ -1,0 +1,143 @@
+"""The Darcy grid route: the grid as a structure, the cross-attention reader, resolution.
+
+References: closed-form integrals and numpy's trapezoid rule for the grid's measure; a plain-torch
+re-computation of the reader (explicit trapezoid-weighted softmax, numpy's ``chebvander`` for point
+values and coefficients) for the input route; numpy's ``chebval2d`` for the series at a finer grid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.polynomial.chebyshev as C
+import pytest
+import torch
+import torch.nn.functional as nnf
+
+from applicative import REAL
+from examples.darcy import data
+from examples.darcy.config import PRESETS, Config
+from examples.darcy.grid import Uniform, fourier, grid, trapezoid_weights
+from examples.darcy.model import DarcyModel, GridReader
+from examples.darcy.train import train
+from instances.chebyshev import points
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _on_grid(f: object, p: int) -> torch.Tensor:
+    t = np.linspace(-1, 1, p)
+    x, y = np.meshgrid(t, t, indexing="ij")
+    return torch.from_numpy(f(x, y)).flatten()  # type: ignore[operator]
+
+
+def test_uniform_measure_is_the_trapezoid_rule() -> None:
+    w = trapezoid_weights(9)
+    np.testing.assert_allclose(w.numpy(), np.diff(np.linspace(-1, 1, 9)).mean() * np.r_[0.5, [1] * 7, 0.5])
+    assert float(w.sum()) == pytest.approx(2.0)
+    f = np.exp(np.linspace(-1, 1, 9))
+    got = Uniform(9).counit(torch.from_numpy(f), -1, REAL)
+    assert float(got) == pytest.approx(np.trapezoid(f, np.linspace(-1, 1, 9)), rel=1e-13)
+
+
+def test_grid_integrates_known_functions() -> None:
+    g = grid(33)
+    # exact for functions linear in each variable
+    bilinear = _on_grid(lambda x, y: 3 * x * y + x - 2 * y + 1, 33)
+    assert float(g.counit(bilinear, -1, REAL)) == pytest.approx(4.0, rel=1e-13)
+    # e^(x + 2y): ∫∫ = (e - 1/e)(e² - e⁻²)/2, second order in h, and numpy's nested trapezoid rule
+    exact = (math.e - 1 / math.e) * (math.e**2 - math.e**-2) / 2
+    errors = []
+    for p in (17, 33, 65):
+        t = np.linspace(-1, 1, p)
+        f = np.exp(t[:, None] + 2 * t[None, :])
+        got = float(grid(p).counit(torch.from_numpy(f).flatten(), -1, REAL))
+        assert got == pytest.approx(np.trapezoid(np.trapezoid(f, t, axis=1), t), rel=1e-13)
+        errors.append(abs(got - exact))
+    assert errors[-1] < 1e-3 * exact
+    assert all(3.9 < errors[i] / errors[i + 1] < 4.1 for i in range(2))
+
+
+def _ln(x: torch.Tensor, norm: torch.nn.Module) -> torch.Tensor:
+    return nnf.layer_norm(x, x.shape[-1:], norm.weight, norm.bias, norm.eps)  # type: ignore[arg-type]
+
+
+def _attend(mha: torch.nn.Module, q: torch.Tensor, mem: torch.Tensor, log_w: torch.Tensor, heads: int) -> torch.Tensor:
+    """Multi-head softmax attention written out: queries ``(..., n, R)`` at points, memory ``(..., P, R)``."""
+    r = q.shape[-1]
+    w, b = mha.in_proj_weight, mha.in_proj_bias
+    qq = q @ w[:r].T + b[:r]
+    k = mem @ w[r : 2 * r].T + b[r : 2 * r]
+    v = mem @ w[2 * r :].T + b[2 * r :]
+    split = lambda t: t.unflatten(-1, (heads, r // heads)).transpose(-2, -3)  # noqa: E731
+    s = split(qq) @ split(k).mT / math.sqrt(r // heads) + log_w
+    o = (s.softmax(-1) @ split(v)).transpose(-2, -3).flatten(-2)
+    return o @ mha.out_proj.weight.T + mha.out_proj.bias
+
+
+def test_reader_against_a_plain_computation() -> None:
+    torch.manual_seed(0)
+    config = Config(modes=5, width=8, heads=2, reader="grid", frequencies=3, dtype="float64")
+    reader = GridReader(config, DarcyModel(config).domain, torch.float64)
+    p, n = 9, 5
+    log_a = torch.randn(2, p, p, dtype=torch.float64)
+    got = reader(log_a).tensor  # (2, n², 8): coefficients on Pairs(X, Y)
+    # the same by hand: point values through numpy's Vandermonde, explicit trapezoid-weighted softmax
+    t = points(n).numpy()
+    vx = torch.from_numpy(C.chebvander(t, n - 1))  # values at the n first-kind points from coefficients
+    log_w = trapezoid_weights(p).log()
+    f = fourier(p, 3)
+    tokens = torch.cat([log_a.mT[..., None], f.expand(2, p, p, 6)], -1)  # (b, P_y, P_x, 7)
+    mem = _ln(tokens @ reader.embed.weight.T + reader.embed.bias, reader.norm_x)
+    qx = vx @ reader.query_x  # (n, R) at the x points
+    h = qx + _attend(reader.attn_x, qx.expand(2, p, n, 8), mem, log_w, 2)  # (b, P_y, n_x, R) values
+    mem = _ln(h.transpose(-2, -3) + f @ reader.position.weight.T + reader.position.bias, reader.norm_y)
+    qy = vx @ reader.query_y
+    g = qy + _attend(reader.attn_y, qy.expand(2, n, n, 8), mem, log_w, 2)  # (b, n_x, n_y, R) values
+    inv = torch.linalg.inv(vx)
+    coef = torch.einsum("ki,lj,bijr->bklr", inv, inv, g)  # values at the tensor points -> coefficients
+    want = coef.flatten(1, 2) @ reader.lift.weight.T
+    want[:, 0] += reader.lift.bias  # a bias on a function is the constant function: T_0(x) T_0(y) only
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("sequence", ["x", "xy"])
+def test_grid_model_shapes_zero_boundary_and_finer_grids(sequence: str) -> None:
+    config = PRESETS["tiny"].replace(reader="grid", sequence=sequence)
+    torch.manual_seed(0)
+    model = DarcyModel(config)
+    d = data.sample("piecewise", 3, points=config.points, refine=1)
+    u = model(model.inputs(d))
+    n = config.modes + 2
+    assert u.shape == (3, n, n)
+    on = model.on_grid(u)
+    assert on.shape == (3, config.points, config.points)
+    zero = torch.zeros_like(on[:, 0])
+    for edge in (on[:, 0], on[:, -1], on[:, :, 0], on[:, :, -1]):
+        torch.testing.assert_close(edge, zero, atol=1e-6, rtol=0)
+    # a finer grid of the same coefficients is read with the same weights, and the series evaluated there
+    fine = data.sample("piecewise", 3, points=2 * config.points - 1, refine=1)
+    torch.testing.assert_close(fine.xi, d.xi)
+    u_fine = model(model.inputs(fine))
+    assert u_fine.shape == (3, n, n)
+    t = np.linspace(-1, 1, 2 * config.points - 1)
+    want = np.stack([C.chebgrid2d(t, t, c) for c in u_fine.detach().double().numpy()])
+    np.testing.assert_allclose(model.on_grid(u_fine.detach(), 2 * config.points - 1).double().numpy(), want, atol=1e-5)
+
+
+def test_tiny_grid_training_lowers_the_error(tmp_path: Path) -> None:
+    config = PRESETS["tiny"].replace(reader="grid", sequence="xy", steps=40)
+    splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
+    _, task = train(config.replace(steps=1), splits, None, progress=False)
+    before = float(task.errors().mean())
+    _, task = train(config, splits, tmp_path, progress=False)
+    assert float(task.errors().mean()) < 0.7 * before
