@@ -59,7 +59,7 @@ from applicative import (
     ScaledSoftmax,
     add,
 )
-from examples.training import CheckpointError, load_checkpoint
+from examples.training.checkpoint import load_model, run_path
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig
@@ -255,13 +255,6 @@ class DarcyModel(nn.Module):
 
 def load(run_dir: str | Path, device: torch.device | str = "cpu") -> DarcyModel:
     """The trained model of a run directory (``python -m examples.darcy --out run_dir``), in eval mode."""
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint there; train with python -m examples.darcy --out {run_dir}")
-    blob = load_checkpoint(path, required=("config", "task"))
-    try:
-        model = DarcyModel(Config(**blob["config"]))
-        model.load_state_dict(blob["task"]["model"])
-    except (TypeError, KeyError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: not a checkpoint of this Darcy model ({str(e).splitlines()[0]})") from None
-    return model.to(device).eval()
+    path = run_path(run_dir, "examples.darcy") / CHECKPOINT
+    build = lambda blob: DarcyModel(Config(**blob["config"]))  # noqa: E731
+    return load_model(path, build, device, "examples.darcy", "a Darcy model")
