@@ -35,7 +35,10 @@ from ._attention import (
     SoftplusAttention,
     attention,
     cannot_lower,
+    galerkin_lowering,
+    generic_attention,
     scaled_softmax,
+    sdpa_lowering,
     self_attention,
 )
 from ._errors import StructureError
@@ -83,6 +86,8 @@ __all__ = [
     "dot",
     "expect_field",
     "fmap",
+    "galerkin_lowering",
+    "generic_attention",
     "join",
     "layer_norm",
     "linear",
@@ -99,6 +104,7 @@ __all__ = [
     "residual",
     "scale",
     "scaled_softmax",
+    "sdpa_lowering",
     "self_attention",
     "stack",
     "zip_with",

@@ -36,7 +36,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar, TypeVarTuple, cast
+from typing import TypeVar, TypeVarTuple, cast
 
 import torch
 import torch.nn.functional as nnf
@@ -46,7 +46,7 @@ from . import _kernels as kernels
 from ._algebra import _on, fmap_last, join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
-from ._ring import Real, Ring
+from ._ring import Ring
 from ._structure import Structure
 from ._tensor import broadcast_shape, unflatten
 
@@ -57,29 +57,45 @@ I = TypeVarTuple("I")
 
 
 class Normalise(abc.ABC):
-    """A normalisation of attention scores along their last axis (the keys' structure)."""
+    """A normalisation of attention scores along their last axis (the keys' structure).
+
+    Besides its generic definition (``__call__``) a normalisation declares its capabilities,
+    which generic code asks instead of testing classes (the law checker checks them):
+
+    * :meth:`lower` -- its one lowering: a kernel for the whole attention that equals the generic
+      definition (``None``: it has none), with keys after the query hidden when asked ``causal``;
+    * :attr:`needs` -- what it needs of the ring (:meth:`~applicative.Ring.has`);
+    * :attr:`causal` -- whether key position ``j`` is hidden from query position ``i < j``
+      (then the keys' structure needs an order, capability ``ordered``).
+    """
 
     #: multiplies the scores first (``1/sqrt(d_k)`` for scaled dot-product attention)
     scale: float
-    #: capability: the weights are ``scale * scores`` (linear in the scores), so attention associates,
-    #: ``(q kᵀ) v = q (kᵀ v)``, and lowers to two contractions whose cost is linear in the positions
-    associative: ClassVar[bool] = False
+    #: the ring capabilities the definition needs (a softmax: an order and ``exp``)
+    needs: tuple[str, ...] = ("has_exp", "ordered")
+    #: key position ``j`` is hidden from query position ``i < j``
+    causal: bool = False
 
     @abc.abstractmethod
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         """The generic definition, on the scores ``*I x F``."""
 
-    def sdpa_causal(self) -> bool | None:
-        """``is_causal`` for a fused softmax kernel; ``None`` when this is not a softmax."""
-        return None
-
-    def lower(self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Field[*I, G] | None:
-        """A kernel of this normalisation's own for the whole attention (``None``, the default: none).
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        """This normalisation's kernel for the whole attention (``None``, the default: none).
 
         Tried first by :func:`attention` with ``fused=True``; it must equal the generic definition
-        (a sparse mask's edge-list kernel, say: ``instances.EdgeSoftmax``).
+        (``causal``: of ``Causal(self)``). Examples: a softmax lowers to one
+        ``scaled_dot_product_attention`` call (:func:`sdpa_lowering`), a linear normalisation to the
+        Galerkin form (:func:`galerkin_lowering`), a sparse mask to an edge-list kernel
+        (``instances.EdgeSoftmax``).
         """
         return None
+
+    def check_ring(self, ring: Ring, op: str) -> None:
+        """Raise :class:`StructureError` naming ``op`` unless ``ring`` has what this normalisation :attr:`needs`."""
+        ring.require(op, type(self).__name__, *self.needs)
 
 
 def _last(scores: Field[*I, F]) -> Structure:
@@ -95,33 +111,10 @@ class ScaledSoftmax(Normalise):
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(_last(scores).softmax(scores.tensor * self.scale, -1))
 
-    def sdpa_causal(self) -> bool | None:
-        return False
-
-
-@dataclass(frozen=True)
-class CausalSoftmax(Normalise):
-    """Scaled softmax where key position ``j`` is masked for query position ``i < j``.
-
-    Needs the last two axes to be one sequence structure with an order
-    (capability ``ordered``: :class:`~applicative.Vector`, ``Padded``); any other
-    raises a :class:`~applicative.StructureError`.
-    """
-
-    scale: float = 1.0
-
-    def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
-        s = scores.structures
-        if len(s) < 2 or s[-2].size != s[-1].size:
-            raise StructureError(f"CausalSoftmax: needs scores over (sequence, sequence) of equal size, got axes {s}")
-        s[-1].require_order("CausalSoftmax")
-        n = s[-1].size
-        future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
-        masked = (scores.tensor * self.scale).masked_fill(future, float("-inf"))
-        return scores.with_tensor(s[-1].softmax(masked, -1))
-
-    def sdpa_causal(self) -> bool | None:
-        return True
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        return sdpa_lowering(Causal(self) if causal else self, queries, keys, values, causal=causal)
 
 
 @dataclass(frozen=True)
@@ -129,27 +122,43 @@ class Causal(Normalise):
     """Any normalisation with key position ``j`` hidden from query position ``i < j`` (scores set to ``-inf``).
 
     ``Causal(ReluAttention(c))`` and ``Causal(SoftplusAttention(c))`` give zero weight to the future
-    (``relu(-inf) = softplus(-inf) = 0``); ``Causal(ScaledSoftmax(c))`` is :class:`CausalSoftmax` and
-    lowers to the same fused kernel. Needs an ordered sequence structure (capability ``ordered``).
+    (``relu(-inf) = softplus(-inf) = 0``); ``Causal(ScaledSoftmax(c))`` (also spelled
+    :class:`CausalSoftmax`) lowers to the fused kernel. Needs an ordered sequence structure
+    (capability ``ordered``).
     """
 
     inner: Normalise
+    causal = True
 
     @property
     def scale(self) -> float:  # type: ignore[override]
         return self.inner.scale
 
+    @property
+    def needs(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.inner.needs
+
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         s = scores.structures
+        name = type(self).__name__ if type(self) is not Causal else f"Causal({type(self.inner).__name__})"
         if len(s) < 2 or s[-2].size != s[-1].size:
-            raise StructureError(f"Causal: needs scores over (sequence, sequence) of equal size, got axes {s}")
-        s[-1].require_order(f"Causal({type(self.inner).__name__})")
+            raise StructureError(f"{name}: needs scores over (sequence, sequence) of equal size, got axes {s}")
+        s[-1].require_order(name)
         n = s[-1].size
         future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
         return self.inner(scores.with_tensor(scores.tensor.masked_fill(future, float("-inf"))))
 
-    def sdpa_causal(self) -> bool | None:
-        return None if self.inner.sdpa_causal() is None else True
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        return self.inner.lower(queries, keys, values, causal=True)
+
+
+class CausalSoftmax(Causal):
+    """``Causal(ScaledSoftmax(scale))``: the decoder's scaled softmax with the future masked."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__(ScaledSoftmax(scale))
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,7 @@ class ReluAttention(Normalise):
     """``relu(scale * s) / counit (pure 1)``: ReLU attention divided by the sequence length."""
 
     scale: float = 1.0
+    needs = ("ordered",)
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         f = _last(scores)
@@ -184,16 +194,21 @@ class LinearAttention(Normalise):
     a linear integral operator, which may be negative (softmax kernels are
     positive and integrate to one). Suits linear targets such as ``Δ⁻¹``.
 
-    It is :attr:`~Normalise.associative`: the fused route computes the Galerkin form
+    Its :meth:`~Normalise.lower` is associative: the fused route computes the Galerkin form
     ``scale · q (∫ k(t) v(t)ᵀ dt)`` (Cao 2021), two contractions whose cost is linear
     in the number of key positions, instead of the ``|I| x |F|`` scores.
     """
 
     scale: float = 1.0
-    associative: ClassVar[bool] = True
+    needs = ()
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(scores.tensor * self.scale)
+
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        return None if causal else galerkin_lowering(self, queries, keys, values)
 
 
 def scaled_softmax(key_size: int) -> ScaledSoftmax:
@@ -227,24 +242,50 @@ def attention(
     own = normalise.lower(queries, keys, values) if fused else None
     if own is not None:
         return own
+    return generic_attention(normalise, queries, keys, values)
 
-    if fused and normalise.associative:
-        return _galerkin(normalise, queries, keys, values)
+
+def generic_attention(
+    normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]
+) -> Field[*I, G]:
+    """The definition ``normalise(queries · keys) · values``, at each position of the queries' outer structures."""
 
     def attend(tq: Tensor) -> Tensor:
-        # the queries at one position each of their outer structures (fmap over *I)
         q = Field._of(tq, queries.axes, queries.ring)
-        if fused:
-            lowered = _sdpa(normalise, q, keys, values)
-            if lowered is not None:
-                return lowered.tensor
         return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
     t = fmap_last(attend, queries.tensor, queries.structures)
     return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
-def _galerkin(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
+def sdpa_lowering(
+    normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+) -> Field[*I, G] | None:
+    """A softmax ``normalise`` (``softmax(scale · s)``, ``causal`` or not) as ``scaled_dot_product_attention``.
+
+    ``None`` over a ring without an order and ``exp``; at a position of the queries' outer
+    structures where the kernel does not apply (causal with several query axes) the generic
+    definition of ``normalise`` runs there.
+    """
+    if not queries.ring.has("has_exp", "ordered"):
+        return None
+    if causal:
+        join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
+        keys.structures[0].require_order("causal attention")
+
+    def attend(tq: Tensor) -> Tensor:
+        # the queries at one position each of their outer structures (fmap over *I)
+        q = Field._of(tq, queries.axes, queries.ring)
+        lowered = _sdpa(normalise.scale, causal, q, keys, values)
+        if lowered is not None:
+            return lowered.tensor
+        return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
+
+    t = fmap_last(attend, queries.tensor, queries.structures)
+    return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
     """``scale · q M_H (kᵀ M_F v)``: attention whose weights are linear in the scores, associated to the right.
 
     ``kᵀ M_F v`` (``H x G``) is one contraction over the keys' structure (its measure or metric,
@@ -270,32 +311,29 @@ def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
     """Why attention with ``normalise`` over ``ring`` cannot run as one fused kernel (``None``: it can).
 
     Every structure lowers (its measure gives the bias, its metric the factor);
-    what cannot is a normalisation other than a softmax, or a ring other than the reals.
+    what cannot is a normalisation that declares no :meth:`~Normalise.lower`, or a ring
+    without what it :attr:`~Normalise.needs`.
     """
-    if normalise.sdpa_causal() is None:
-        return f"{type(normalise).__name__} is not a softmax (scaled_dot_product_attention computes softmax(q kᵀ) v)"
-    if not isinstance(ring, Real):
-        return f"scaled_dot_product_attention computes over the real ring, not {ring!r}"
+    if type(normalise).lower is Normalise.lower:
+        return f"{type(normalise).__name__} declares no lowering (Normalise.lower)"
+    missing = [c for c in normalise.needs if not getattr(ring, c)]
+    if missing:
+        return f"{type(normalise).__name__} needs a ring with {' and '.join(missing)}, not {ring!r}"
     return None
 
 
-def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:
-    """Run attention as one fused kernel, or return ``None`` if it cannot (:func:`cannot_lower`).
+def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:
+    """Run softmax attention as one fused kernel, or return ``None`` if it cannot.
 
     ``softmax(q M kᵀ) M v`` with ``M = L Lᵀ`` the heads' metric and ``w`` the keys'
     measure is ``sdpa(q L, k L, v, bias = log w)`` with keys and values at the
     keys' positions (:func:`applicative._kernels.lowered_keys`).
     """
-    if cannot_lower(normalise, q.ring) is not None:
-        return None
-    causal = bool(normalise.sdpa_causal())
     h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
     f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
     ni = len(q.axes) - 1
-    if causal:
-        f.require_order("causal attention")
-        if ni != 1:
-            return None
+    if causal and ni != 1:
+        return None
     tq = _on(q.structures[-1], q.tensor, -1, h)
     tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
     tv = _on(v.structures[0], v.tensor, -2, f)
@@ -316,7 +354,7 @@ def _sdpa(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G])
             future = torch.ones(n_q, n_k, dtype=torch.bool, device=qf.device).triu(1)
             mask = mask.masked_fill(future, float("-inf"))
         causal = False
-    out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=normalise.scale)
+    out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=scale)
     out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
     return cast("Field[*I, G]", Field._of(out, (*q.structures[:-1], v.structures[1]), q.ring))
 

@@ -17,11 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from ._algebra import affine_through, linear, pointwise
-from ._attention import CausalSoftmax, Normalise, ScaledSoftmax, attention, scaled_softmax
+from ._attention import Normalise, attention, scaled_softmax
 from ._errors import StructureError
 from ._field import Field, expect_field
 from ._layers import layer_norm
-from ._ring import REAL, Real, Ring
+from ._ring import REAL, Ring
 from ._structure import Pointwise, Structure
 from ._tensor import unflatten
 
@@ -117,7 +117,7 @@ class LayerNorm(nn.Module, Generic[D]):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        _real_only("LayerNorm", ring, "a mean and a variance")
+        ring.require("LayerNorm", "a mean and a variance", "has_exp", "ordered")
         d.check_ring(ring, "LayerNorm")
         self.d, self.eps = d, eps
         one = torch.ones((), dtype=dtype, device=device)
@@ -169,8 +169,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
             s.check_ring(ring, "MultiHeadAttention")
         self.model, self.key, self.value, self.heads, self.ring = model, key, value, heads, ring
         self.normalise = normalise if normalise is not None else scaled_softmax(key.size)
-        if not isinstance(ring, Real) and isinstance(self.normalise, (ScaledSoftmax, CausalSoftmax)):
-            _real_only("MultiHeadAttention", ring, "a softmax")
+        self.normalise.check_ring(ring, "MultiHeadAttention")
         self.keys, self.values = key.stack(heads), value.stack(heads)
         n_in = 2 * self.keys.size + self.values.size
         k = 1.0 / math.sqrt(model.size)
@@ -237,8 +236,3 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         normalise: Normalise | None = None,
     ) -> Field[S, D]:
         return cast("Field[S, D]", super().__call__(x, memory, normalise))
-
-
-def _real_only(op: str, ring: Ring, what: str) -> None:
-    if not isinstance(ring, Real):
-        raise StructureError(f"{op}: {what} needs the real ring, not {ring!r}; build this part over REAL")

@@ -31,6 +31,18 @@ class Ring(abc.ABC):
     #: whether add/mul are exact on the dtypes this ring accepts (for law tolerances)
     exact: bool = False
 
+    # ---- capabilities: what generic code may ask of a ring (checked by the law checker) ----
+    #: ``add`` and ``mul`` are torch's ``+`` and ``*`` on (real or complex) numbers, so ``exp`` carries
+    #: ``add`` to ``mul`` (``exp(a + b) = exp a · exp b``) and dense torch kernels (``matmul``,
+    #: ``nnf.linear``, ``scaled_dot_product_attention``) compute this ring
+    has_exp: bool = False
+    #: an order compatible with ``add`` (``a <= b`` implies ``a + c <= b + c``): with :attr:`has_exp`,
+    #: what softmax, layer norm and ReLU need
+    ordered: bool = False
+    #: a semiring map from the non-negative reals (:meth:`weights`): values can be weighed by a measure
+    #: (an idempotent ring has one, the support indicator: declare both)
+    weighs: bool = False
+
     @abc.abstractmethod
     def zero(self, like: Tensor) -> Tensor:
         """The additive identity, shaped, typed and placed like ``like``."""
@@ -79,6 +91,19 @@ class Ring(abc.ABC):
     #: ``1 + 1 = 1``: every positive weight acts as ``one`` (:meth:`weights`)
     idempotent: bool = False
 
+    def has(self, *capabilities: str) -> bool:
+        """Whether this ring declares every one of ``capabilities`` (``"has_exp"``, ``"ordered"``, ``"weighs"``)."""
+        return all(getattr(self, c) for c in capabilities)
+
+    def require(self, op: str, what: str, *capabilities: str) -> None:
+        """Raise :class:`StructureError` naming ``op`` unless this ring has every one of ``capabilities``."""
+        missing = [c for c in capabilities if not getattr(self, c)]
+        if missing:
+            raise StructureError(
+                f"{op}: {what} needs a ring with {' and '.join(missing)} (the real ring REAL has all), "
+                f"not {self!r}; build this part over REAL"
+            )
+
     def check_dtype(self, dtype: torch.dtype) -> None:
         """Raise :class:`StructureError` if this ring cannot hold values of ``dtype``."""
         if not (dtype.is_floating_point or dtype.is_complex):
@@ -88,13 +113,21 @@ class Ring(abc.ABC):
 
 
 class Real(Ring):
-    """The real (or complex) numbers with the usual ``+`` and ``*``."""
+    """The real (or complex) numbers with the usual ``+`` and ``*``.
+
+    Its code serves every ring of ordinary numbers: ``instances.Complex`` derives from it and
+    declares itself unordered.
+    """
+
+    has_exp = True
+    ordered = True
+    weighs = True
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Real)
+        return type(other) is type(self)
 
     def __hash__(self) -> int:
-        return hash(Real)
+        return hash(type(self))
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.zeros_like(like)
@@ -112,13 +145,17 @@ class Real(Ring):
         return x.sum(dim)
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        if a.dtype != b.dtype:  # real measure weights times complex values
+            dtype = torch.promote_types(a.dtype, b.dtype)
+            a, b = a.to(dtype), b.to(dtype)
         return torch.matmul(a, b)
 
     def weights(self, log_w: Tensor) -> Tensor:
+        """``w = e^{log w}``: the non-negative reals embed in the ordinary numbers."""
         return log_w.exp()
 
     def __repr__(self) -> str:
-        return "Real()"
+        return f"{type(self).__name__}()"
 
 
 REAL = Real()

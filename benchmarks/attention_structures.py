@@ -20,7 +20,7 @@ Each runs twice: *fused* (the library's default: one
 (the definition ``mul_mm(normalise(mul_mmt(keys, queries)), values)``, i.e.
 ``attention(..., fused=False)``). The generic side is reached through the same
 ``MultiHeadAttention.forward`` with a normalisation equal to ``ScaledSoftmax`` that
-declares itself not lowerable (``sdpa_causal() -> None``), so both sides do the
+declares no lowering (its ``lower`` returns ``None``), so both sides do the
 same projections and the same softmax; only the attention core differs.
 
 Peer: the same layer written directly in torch on plain tensors of the same sizes
@@ -85,7 +85,7 @@ QUICK = Config(batch=2, heads=2, n=16, head_dim=8, rounds=5, inner=3, warmup=1)
 class UnloweredSoftmax(ScaledSoftmax):
     """``ScaledSoftmax`` that declares no fused kernel: attention runs its generic definition."""
 
-    def sdpa_causal(self) -> bool | None:
+    def lower(self, queries: Field, keys: Field, values: Field, *, causal: bool = False) -> None:  # type: ignore[type-arg, override]
         return None
 
 

@@ -170,11 +170,12 @@ class EdgeSoftmax(Normalise):
         p = a * torch.exp(s - torch.where(torch.isfinite(m), m, 0))
         return scores.with_tensor(p / p.sum(-1, keepdim=True).clamp_min(torch.finfo(t.dtype).tiny))
 
-    def sdpa_causal(self) -> bool | None:
-        return None  # not a dense softmax: it lowers through its own edge kernel
-
-    def lower(self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Field[*I, G] | None:
-        """Attention along the edges in time and memory linear in them (no ``n x n`` tensor)."""
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        """Attention along the edges in time and memory linear in them (no ``n x n`` tensor); not causal."""
+        if causal:
+            return None
         g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
         out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, self.scale)
         return cast("Field[*I, G]", Field._of(out, (*queries.structures[:-1], values.structures[1]), queries.ring))

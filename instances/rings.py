@@ -31,7 +31,7 @@ from typing import TypeVar, TypeVarTuple
 import torch
 from torch import Tensor
 
-from applicative import Field, Normalise, Ring, Structure, StructureError
+from applicative import Field, Normalise, Real, Ring, Structure, StructureError
 
 F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
@@ -43,6 +43,8 @@ class MaxPlus(Ring):
 
     exact = True  # max and + are exact on integer-valued floats (and ±inf)
     idempotent = True
+    weighs = True  # the support indicator
+    ordered = True
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("-inf"))
@@ -72,6 +74,8 @@ class MinPlus(Ring):
 
     exact = True  # min and + are exact on integer-valued floats (and ±inf)
     idempotent = True
+    weighs = True  # the support indicator
+    ordered = True
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("inf"))
@@ -114,6 +118,9 @@ class LogSemiring(Ring):
     # matmul stays the generic definition, logsumexp over the materialised (m, n, k) sums a_ij + b_jk:
     # shifting by row and column maxima before an ordinary matmul can underflow a dominant term to -inf
 
+    ordered = True  # logaddexp and + are monotone
+    weighs = True
+
     def weights(self, log_w: Tensor) -> Tensor:
         """``log``, the homomorphism from ``([0, ∞), +, ·)``: the weight ``w`` is the element ``log w``."""
         return log_w
@@ -123,36 +130,14 @@ class LogSemiring(Ring):
 
 
 @dataclass(frozen=True)
-class Complex(Ring):
+class Complex(Real):
     """The complex numbers with ``+`` and ``·`` (a real tensor is read as its real subring).
 
-    Not ordered: operations that need an order (softmax, layer norm, fused
-    softmax attention) refuse it by name, as they refuse every ring but
-    :data:`~applicative.REAL`.
+    :class:`~applicative.Real`'s arithmetic, declared unordered: operations that need an order
+    (softmax, layer norm, fused softmax attention) refuse it by name.
     """
 
-    def zero(self, like: Tensor) -> Tensor:
-        return torch.zeros_like(like)
-
-    def one(self, like: Tensor) -> Tensor:
-        return torch.ones_like(like)
-
-    def add(self, a: Tensor, b: Tensor) -> Tensor:
-        return a + b
-
-    def mul(self, a: Tensor, b: Tensor) -> Tensor:
-        return a * b
-
-    def sum(self, x: Tensor, dim: int) -> Tensor:
-        return x.sum(dim)
-
-    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
-        dtype = torch.promote_types(a.dtype, b.dtype)  # real measure weights times complex values
-        return torch.matmul(a.to(dtype), b.to(dtype))
-
-    def weights(self, log_w: Tensor) -> Tensor:
-        """``w = e^{log w}``: the non-negative reals embed in the complex numbers."""
-        return log_w.exp()
+    ordered = False
 
     def check_dtype(self, dtype: torch.dtype) -> None:
         if not (dtype.is_complex or dtype.is_floating_point):
@@ -172,6 +157,7 @@ class RealPartSoftmax(Normalise):
     """
 
     scale: float = 1.0
+    needs = ("has_exp",)  # the real part orders the scores
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         t = scores.tensor

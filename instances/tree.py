@@ -58,7 +58,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Real, Ring, Structure, StructureError
+from applicative import Field, Ring, Structure, StructureError
 from applicative._tensor import aligned, broadcast_batch, pad_before
 
 from . import _tree_convert as convert
@@ -323,7 +323,7 @@ class Tree(Structure):
     def inner(self, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
         """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
         if (
-            not isinstance(ring, Real)
+            not ring.has("has_exp", "ordered")
             or not isinstance(other, Tree)
             or other.algebra is not self.algebra
             or torch.compiler.is_compiling()

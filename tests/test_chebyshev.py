@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from torch import Tensor
 
 import applicative as ap
-from applicative import REAL, Field, ScaledSoftmax, Structure, StructureError, linear
+from applicative import REAL, Field, ScaledSoftmax, Structure, StructureError, cannot_lower, linear
 from applicative import _kernels as kernels
 from instances import MAX_PLUS, Chebyshev, CoefficientSoftmax, Vector
 from instances import chebyshev as cheb
@@ -299,7 +299,7 @@ def test_coefficient_softmax_sums_rows_to_one() -> None:
     e = np.exp(0.5 * scores.numpy())
     np.testing.assert_allclose(out.numpy(), e / e.sum(-1, keepdims=True), rtol=1e-14)
     np.testing.assert_allclose(out.sum(-1).numpy(), 1.0, rtol=1e-14)
-    assert CoefficientSoftmax().sdpa_causal() is None
+    assert cannot_lower(CoefficientSoftmax(), REAL) is not None
 
 
 def test_other_rings_are_rejected() -> None:

@@ -101,8 +101,9 @@ class Recording(Normalise):
         self.seen.append(scores.tensor * self.scale)
         return self.inner(scores)
 
-    def sdpa_causal(self) -> bool | None:
-        return self.inner.sdpa_causal()  # a softmax still runs fused (and records nothing: it has no kinks)
+    def lower(self, queries: Field, keys: Field, values: Field, *, causal: bool = False) -> Field | None:  # type: ignore[type-arg]
+        # a softmax still runs fused (and records nothing: it has no kinks)
+        return self.inner.lower(queries, keys, values, causal=causal)
 
 
 def _block(seed: int) -> tuple[MultiHeadAttention[Model], MLP[Model, Model], Tensor, Tensor]:

@@ -7,6 +7,8 @@ vector positions; outcomes permuted with their probabilities; ...)::
     queries equivariant     attention (φ q) k v        = φ (attention q k v)       queries : S x V
     heads invariant         attention (φ q) (φ k) v    = attention q k v           heads on S (φ preserves the metric)
     fused = generic         attention(fused=True)      = attention(fused=False)    S as key positions, S as heads
+    lowering = generic      n.lower(q, k, v)           = n(q · k) · v              each declared lowering n:
+                            (Causal(ScaledSoftmax) on an ordered S; LinearAttention's Galerkin form)
 
 All with the scaled softmax, over the real ring. Where the arbitrary knows no
 isomorphism the equivariance laws do not apply and the report says so.
@@ -14,7 +16,9 @@ isomorphism the equivariance laws do not apply and the report says so.
 
 from __future__ import annotations
 
-from .._attention import ScaledSoftmax, attention, cannot_lower
+from collections.abc import Callable
+
+from .._attention import Causal, LinearAttention, Normalise, ScaledSoftmax, attention, cannot_lower
 from .._field import Field
 from ._arbitrary import Isomorphism
 from ._law import AnyField, Case, Equation, Law, real_only
@@ -95,6 +99,25 @@ def _has_iso(case: Case) -> str | None:
     return None
 
 
+def _lowering(normalise: Normalise, queries_on_s: bool) -> Callable[[Case], Equation]:
+    def build(case: Case) -> Equation:
+        h, g, m = case.vec(case.size("h")), case.vec(case.size("g")), case.vec(case.size("m"))
+        q = case.value("queries", (case.s if queries_on_s else m, h), None)
+        k = case.value("keys", (case.s, h), None)
+        v = case.value("values", (case.s, g))
+        lowered = normalise.lower(q, k, v)
+        assert lowered is not None, f"{normalise!r} declares a lowering but gave none"
+        return Equation(lowered, attention(normalise, q, k, v, fused=False))
+
+    return build
+
+
+def _lowers_causal(case: Case) -> str | None:
+    if (why := _lowers(case)) is not None:
+        return why
+    return None if case.s.ordered else f"{case.s!r} is not ordered (no causal mask)"
+
+
 ATTENTION_LAWS = (
     Law("Attention", "keys/values invariant", "attention q (φ k) (φ v) = attention q k v", _kv, _has_iso),
     Law("Attention", "queries equivariant", "attention (φ q) k v = φ (attention q k v)", _queries, _has_iso),
@@ -112,5 +135,19 @@ ATTENTION_LAWS = (
         "attention(fused) = attention(generic), heads on S",
         _fused_heads,
         _lowers,
+    ),
+    Law(
+        "Attention",
+        "causal lowering = generic",
+        "Causal(softmax).lower(q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
+        _lowering(Causal(_SOFTMAX), True),
+        _lowers_causal,
+    ),
+    Law(
+        "Attention",
+        "Galerkin lowering = generic",
+        "LinearAttention.lower(q, k, v) = scale (q · k) · v, keys on S",
+        _lowering(LinearAttention(0.5), False),
+        real_only,
     ),
 )

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .._field import Field
-from .._ring import Real, Ring
+from .._ring import Ring
 from .._structure import Structure
 from .._tensor import broadcast_shape
 from .._vector import Vector
@@ -49,7 +49,9 @@ class Law:
 
 def real_only(case: Case) -> str | None:
     """Applicability for laws that only make sense over the real numbers (softmax, layer norm)."""
-    return None if isinstance(case.ring, Real) else f"needs the real ring, not {case.ring!r}"
+    if case.ring.has("has_exp", "ordered"):
+        return None
+    return f"needs an ordered ring with exp (the real ring), not {case.ring!r}"
 
 
 @dataclass(frozen=True)

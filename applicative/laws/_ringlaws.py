@@ -9,6 +9,12 @@ mul commutative        a · b = b · a                  (commutative rings)
 distributive           a · (b + c) = a·b + a·c,  (b + c) · a = b·a + c·a
 zero annihilates       0 · a = 0 = a · 0
 sum is the fold        sum x = foldl (+) 0 x          (the fused override of Ring.sum)
+
+and the capabilities a ring declares (n/a where it does not)::
+
+exp carries + to ·     exp(a + b) = exp a · exp b,  exp 0 = 1          (has_exp)
+add is monotone        min(lo + c, hi + c) = lo + c  for lo <= hi      (ordered)
+weights a homomorphism w(x·y) = w(x) · w(y),  w(x + y) = w(x) + w(y)   (weighs; x, y >= 0, w = weights ∘ log)
 """
 
 from __future__ import annotations
@@ -43,13 +49,14 @@ def _law(
     n: int,
     sides: Callable[[Ring, list[Tensor]], tuple[Tensor, Tensor]],
     applies: Callable[[Case], str | None] = lambda case: None,
+    area: str = "Ring",
 ) -> Law:
     labels = ("a", "b", "c")[:n]
 
     def build(case: Case) -> Equation:
         return _eq(case, *sides(case.ring, _scalars(case, *labels)))
 
-    return Law("Ring", name, statement, build, applies)
+    return Law(area, name, statement, build, applies)
 
 
 def _fold(case: Case) -> Equation:
@@ -61,6 +68,59 @@ def _fold(case: Case) -> Equation:
 
 def _commutative(case: Case) -> str | None:
     return None if case.commutative else "declared non-commutative (commutative=False)"
+
+
+def _declares(capability: str) -> Callable[[Case], str | None]:
+    def applies(case: Case) -> str | None:
+        return None if getattr(case.ring, capability) else f"{case.ring!r} does not declare {capability}"
+
+    return applies
+
+
+def _bounded(v: list[Tensor]) -> list[Tensor]:
+    return [t / (1 + t.abs()) for t in v]  # in (-1, 1): exp neither overflows nor underflows
+
+
+def _exp_hom(r: Ring, v: list[Tensor]) -> tuple[Tensor, Tensor]:
+    a, b = _bounded(v)
+    return torch.exp(r.add(a, b)), r.mul(torch.exp(a), torch.exp(b))
+
+
+def _monotone(r: Ring, v: list[Tensor]) -> tuple[Tensor, Tensor]:
+    lo, hi, c = torch.minimum(v[0], v[1]), torch.maximum(v[0], v[1]), v[2]
+    return torch.minimum(r.add(lo, c), r.add(hi, c)), r.add(lo, c)
+
+
+def _non_negative(t: Tensor) -> Tensor:
+    return torch.nan_to_num(t.abs(), posinf=2.0)  # drawn ring elements (±inf included) as weights >= 0
+
+
+def _weights_mul(r: Ring, v: list[Tensor]) -> tuple[Tensor, Tensor]:
+    x, y = (_non_negative(t) for t in v)
+    return r.weights(torch.log(x * y)), r.mul(r.weights(torch.log(x)), r.weights(torch.log(y)))
+
+
+def _weights_add(r: Ring, v: list[Tensor]) -> tuple[Tensor, Tensor]:
+    x, y = (_non_negative(t) for t in v)
+    return r.weights(torch.log(x + y)), r.add(r.weights(torch.log(x)), r.weights(torch.log(y)))
+
+
+CAPABILITY_LAWS = (
+    _law("exp carries add to mul", "exp(a + b) = exp a · exp b", 2, _exp_hom, _declares("has_exp"), "Capability"),
+    _law(
+        "exp zero is one",
+        "exp 0 = 1",
+        1,
+        lambda r, v: (torch.exp(r.zero(v[0])), r.one(v[0])),
+        _declares("has_exp"),
+        "Capability",
+    ),
+    _law("add monotone", "lo <= hi  =>  lo + c <= hi + c", 3, _monotone, _declares("ordered"), "Capability"),
+    _law(
+        "weights multiplicative", "w(x y) = w(x) · w(y), x, y >= 0", 2, _weights_mul, _declares("weighs"), "Capability"
+    ),
+    _law("weights additive", "w(x + y) = w(x) + w(y), x, y >= 0", 2, _weights_add, _declares("weighs"), "Capability"),
+)
 
 
 RING_LAWS = (

@@ -27,7 +27,7 @@ from ._functor import APPLICATIVE_LAWS, FUNCTOR_LAWS
 from ._fusion import FUSION_LAWS
 from ._law import Case, Law, compare
 from ._report import LawReport, LawResult
-from ._ringlaws import RING_LAWS
+from ._ringlaws import CAPABILITY_LAWS, RING_LAWS
 from ._strategies import HypothesisDraw, arbitrary_of, ring_elements
 
 #: every law, in report order
@@ -36,6 +36,7 @@ LAWS: tuple[Law, ...] = (
     *APPLICATIVE_LAWS,
     *COUNIT_LAWS,
     *RING_LAWS,
+    *CAPABILITY_LAWS,
     *FUSION_LAWS,
     *ATTENTION_LAWS,
 )
