@@ -48,7 +48,7 @@ from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._pairs import Pairs, PairsBasis
 from ._ring import REAL, Real, Ring
 from ._sized import Sized
-from ._structure import Applicative, Basis, Counit, Stacked, Structure
+from ._structure import Applicative, Basis, Counit, Pointwise, Pointwise2, Stacked, Structure
 from ._vector import Vector
 
 __all__ = [
@@ -67,6 +67,8 @@ __all__ = [
     "Normalise",
     "Pairs",
     "PairsBasis",
+    "Pointwise",
+    "Pointwise2",
     "Real",
     "ReluAttention",
     "Ring",

@@ -184,7 +184,7 @@ def pointwise2(f: Pointwise2, a: Field[*A], b: Field[*A]) -> Field[*A]:
 def add(a: Field[*A], b: Field[*A]) -> Field[*A]:
     """Pointwise ring sum. Linear, so it acts on the stored basis directly."""
     axes, ta, tb = _aligned("add", a, b)
-    return cast("Field[*A]", Field._of(a.ring.add(ta, tb), axes, a.ring))
+    return cast("Field[*A]", Field.unchecked(a.ring.add(ta, tb), axes, a.ring))
 
 
 def mul(a: Field[*A], b: Field[*A]) -> Field[*A]:
@@ -277,7 +277,7 @@ def _rows(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
     tb2 = tb.unsqueeze(-2) if nh == 0 else tb.flatten(tb.ndim - 1 - nh, tb.ndim - 2)  # (..., mH, g)
     r = g.contract(tb2, ta.transpose(-1, -2), a.ring)  # (..., mH, f)
     r = r.squeeze(-2) if nh == 0 else unflatten(r, -2, h_shape)
-    return Field._of(r, (*b.structures[:-1], a.structures[0]), a.ring)
+    return Field.unchecked(r, (*b.structures[:-1], a.structures[0]), a.ring)
 
 
 def _cols(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
@@ -294,7 +294,7 @@ def _cols(op: str, what_a: str, what_b: str, a: AnyField, b: AnyField) -> Any:
     ta2 = ta.unsqueeze(-2) if nf == 0 else ta.flatten(ta.ndim - 1 - nf, ta.ndim - 2)  # (..., mF, g)
     r = g.contract(ta2, tb, a.ring)  # (..., mF, h)
     r = r.squeeze(-2) if nf == 0 else unflatten(r, -2, f_shape)
-    return Field._of(r, (*a.structures[:-1], b.structures[1]), a.ring)
+    return Field.unchecked(r, (*a.structures[:-1], b.structures[1]), a.ring)
 
 
 def pure_through(axes: tuple[Structure, ...], t: Tensor) -> Tensor:
@@ -346,4 +346,4 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
     if ones and tb is not None and tb.ndim > 1 and all(o.basis is None for o in outer):
         tb = tb.reshape(*tb.shape[:-1], *ones, tb.shape[-1])
     t = affine_through(s, outer, tx, tw, tb, x.ring)
-    return cast("Field[*B, O]", Field._of(t, (*x.structures[:-1], w.structures[0]), x.ring))
+    return cast("Field[*B, O]", Field.unchecked(t, (*x.structures[:-1], w.structures[0]), x.ring))

@@ -251,11 +251,11 @@ def generic_attention(
     """The definition ``normalise(queries · keys) · values``, at each position of the queries' outer structures."""
 
     def attend(tq: Tensor) -> Tensor:
-        q = Field._of(tq, queries.axes, queries.ring)
+        q = Field.unchecked(tq, queries.axes, queries.ring)
         return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
     t = fmap_last(attend, queries.tensor, queries.structures)
-    return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+    return cast("Field[*I, G]", Field.unchecked(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
 def sdpa_lowering(
@@ -275,14 +275,14 @@ def sdpa_lowering(
 
     def attend(tq: Tensor) -> Tensor:
         # the queries at one position each of their outer structures (fmap over *I)
-        q = Field._of(tq, queries.axes, queries.ring)
+        q = Field.unchecked(tq, queries.axes, queries.ring)
         lowered = _sdpa(normalise.scale, causal, q, keys, values)
         if lowered is not None:
             return lowered.tensor
         return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
     t = fmap_last(attend, queries.tensor, queries.structures)
-    return cast("Field[*I, G]", Field._of(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+    return cast("Field[*I, G]", Field.unchecked(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
 
 
 def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
@@ -304,7 +304,7 @@ def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: 
     out = h.contract(flat, kv, q.ring)  # (..., |I|, G)
     out = q.ring.mul(out.new_tensor(normalise.scale), out) if normalise.scale != 1.0 else out
     out = out.reshape(*out.shape[:-2], *tq.shape[tq.ndim - 1 - ni : -1], out.shape[-1])
-    return cast("Field[*I, G]", Field._of(out, (*q.structures[:-1], v.structures[1]), q.ring))
+    return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
 
 
 def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
@@ -356,7 +356,7 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
         causal = False
     out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=scale)
     out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
-    return cast("Field[*I, G]", Field._of(out, (*q.structures[:-1], v.structures[1]), q.ring))
+    return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
 
 
 def self_attention(

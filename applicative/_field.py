@@ -92,17 +92,21 @@ class Field(Generic[*Axes]):
         return Field(tensor, self.axes, self.ring)
 
     @classmethod
-    def _of(cls, tensor: Tensor, axes: tuple[*Axes], ring: Ring) -> Field[*Axes]:
-        """A field from parts already known to fit (no checks: pytree unflattening, traced code)."""
+    def unchecked(cls, tensor: Tensor, axes: tuple[*Axes], ring: Ring) -> Field[*Axes]:
+        """A field from parts already known to fit, without the constructor's checks.
+
+        For kernels that built ``tensor`` from checked fields (and for pytree unflattening and traced
+        code, where a check would read values); a field built wrongly this way fails later, not here.
+        """
         f = cls.__new__(cls)
         f.tensor, f.axes, f.ring = tensor, axes, ring
         return f
 
     def to(self, *args: Any, **kwargs: Any) -> Field[*Axes]:
         """``tensor.to(...)``; a change of device moves the structures' per-example data too."""
-        device = torch._C._nn._parse_to(*args, **kwargs)[0]
-        axes = self.axes if device is None else tuple(s.to(device) for s in self.structures)
-        return Field(self.tensor.to(*args, **kwargs), axes, self.ring)  # type: ignore[arg-type]
+        t = self.tensor.to(*args, **kwargs)  # torch parses the arguments; the moved tensor says where to
+        axes = self.axes if t.device == self.tensor.device else tuple(s.to(t.device) for s in self.structures)
+        return Field(t, axes, self.ring)  # type: ignore[arg-type]
 
     def __getitem__(self, index: Any) -> Field[*Axes]:
         """The examples ``index`` (an int, slice, index list or tensor) of the leading batch axis."""
@@ -231,7 +235,7 @@ def _flatten_with_keys(f: Field[*tuple[Any, ...]]) -> tuple[list[tuple[Any, Any]
 
 def _unflatten(children: Any, ring: Ring) -> Field[*tuple[Any, ...]]:
     tensor, *axes = list(children)
-    return Field._of(tensor, tuple(axes), ring)
+    return Field.unchecked(tensor, tuple(axes), ring)
 
 
 def _collate(batch: Sequence[Field[*tuple[Any, ...]]], *, collate_fn_map: Any = None) -> Field[*tuple[Any, ...]]:

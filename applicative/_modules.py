@@ -60,11 +60,11 @@ class Linear(nn.Module, Generic[I, O]):
 
     @property
     def weight_field(self) -> Field[O, I]:
-        return Field._of(self.weight, (self.out, self.inp), self.ring)
+        return Field.unchecked(self.weight, (self.out, self.inp), self.ring)
 
     @property
     def bias_field(self) -> Field[O] | None:
-        return None if self.bias is None else Field._of(self.bias, (self.out,), self.ring)
+        return None if self.bias is None else Field.unchecked(self.bias, (self.out,), self.ring)
 
     def forward(self, x: Field[*B, I]) -> Field[*B, O]:
         expect_field("Linear", x)
@@ -126,7 +126,7 @@ class LayerNorm(nn.Module, Generic[D]):
 
     def forward(self, x: Field[*B, D]) -> Field[*B, D]:
         expect_field("LayerNorm", x)
-        w, b = Field._of(self.weight, (self.d,), x.ring), Field._of(self.bias, (self.d,), x.ring)
+        w, b = Field.unchecked(self.weight, (self.d,), x.ring), Field.unchecked(self.bias, (self.d,), x.ring)
         return layer_norm(x, w, b, self.eps)
 
     def __call__(self, x: Field[*B, D]) -> Field[*B, D]:
@@ -188,7 +188,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
         t = unflatten(t, -1, (self.heads, per_head.size)).transpose(-2, -3)
-        return Field._of(t, (s.unsqueeze_batch(-1), per_head), self.ring)
+        return Field.unchecked(t, (s.unsqueeze_batch(-1), per_head), self.ring)
 
     def forward(
         self,
@@ -227,7 +227,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         v = self._heads(tv, s_kv, self.value)
         o = attention(normalise or self.normalise, q, k, v).tensor  # (..., h, n, gv)
         o = o.transpose(-2, -3).flatten(-2)  # (..., n, h * gv)
-        return self.out_proj(Field._of(o, (s_q, self.values), self.ring))  # type: ignore[arg-type]
+        return self.out_proj(Field.unchecked(o, (s_q, self.values), self.ring))  # type: ignore[arg-type]
 
     def __call__(
         self,

@@ -378,6 +378,11 @@ class Structure:
         return first.with_data(tuple(torch.cat(ts, 0) for ts in zip(*parts, strict=True)))
 
     def _memo(self, key: Hashable, build: Callable[[], Self]) -> Self:
+        # Why a cache in a value: equality compares the per-example tensors by identity (no host sync), so
+        # a derived structure (unsqueezed, moved) must be the *same* object each time it is derived, or two
+        # derivations of one structure would not join. The cached value is a pure function of ``key`` and
+        # this structure's immutable fields, and the cache is no part of ``static``/``data``: it cannot
+        # change what equality or a result says.
         memo: dict[Hashable, Any] = self.__dict__.setdefault("_memo_cache", {})
         if key not in memo:
             memo[key] = build()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TypeAlias, TypeVar, Union
 
 from applicative import StructureError
-from applicative._errors import summary
+from applicative.tensors import summary
 
 L = TypeVar("L")
 

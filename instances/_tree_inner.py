@@ -44,7 +44,7 @@ from numba import njit
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from applicative._tensor import broadcast_batch
+from applicative.tensors import broadcast_batch
 
 from ._tree_partition import MAX_DEPTH, SENTINEL
 

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from applicative import StructureError
-from applicative._errors import summary
+from applicative.tensors import summary
 
 #: deepest leaf a tree may have; breakpoints are numerators over ``2^MAX_DEPTH``
 MAX_DEPTH = 62

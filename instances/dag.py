@@ -56,7 +56,7 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from applicative import Field, Structure, StructureError
-from applicative._errors import summary
+from applicative.tensors import summary
 
 A = TypeVarTuple("A")
 
@@ -322,8 +322,8 @@ class DAG(Structure):
         buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
         ops = self.ops.reshape(-1)
         for level in s.levels:  # level k reads only rows written at levels < k
-            left = Field._of(buffer.index_select(0, level.left), rest, x.ring)
-            right = Field._of(buffer.index_select(0, level.right), rest, x.ring)
+            left = Field.unchecked(buffer.index_select(0, level.left), rest, x.ring)
+            right = Field.unchecked(buffer.index_select(0, level.right), rest, x.ring)
             parent = combine(left, right, ops.index_select(0, level.out))
             if parent.axes != rest or parent.tensor.shape != left.tensor.shape:
                 raise StructureError(
@@ -332,7 +332,7 @@ class DAG(Structure):
                 )
             # in place: index_select saves only its index for backward, so earlier reads stay valid
             buffer.index_copy_(0, level.out, parent.tensor.to(buffer.dtype))
-        return Field._of(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
+        return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
 
     def last(self, x: Field[DAG, *A]) -> Field[*A]:
         """The values at each example's last node (a sink: nothing comes after it): ``(*batch, ...)``."""
@@ -341,7 +341,7 @@ class DAG(Structure):
         rows = self.count.numel()
         t = x.tensor.reshape(rows, self.size, *x.tensor.shape[len(self.batch_shape) + 1 :])
         picked = t[torch.arange(rows, device=t.device), (self.count.reshape(-1) - 1).to(t.device)]
-        return Field._of(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
+        return Field.unchecked(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
 
 
 def _integer(name: str, t: object, shape: str) -> None:

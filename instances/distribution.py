@@ -138,6 +138,9 @@ class Distribution(Structure):
         """The independent product ``self ⊗ other`` (memoised: the same :class:`Product` every time)."""
         if not isinstance(other, Distribution):
             raise StructureError(f"product: {self!r} pairs with another Distribution, got {other!r}")
+        # Keyed by equality, which for structures is identity of the probability tensors: an entry is the
+        # product of exactly these probabilities (a pure function of both), so it cannot change a result;
+        # it keeps the product the same object across calls (joins compare by identity) and saves the merge.
         memo: dict[Distribution, Product] = self.__dict__.setdefault("_products", {})
         if other not in memo:
             memo[other] = _product(self, other)

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from applicative import Field, StructureError
-from applicative._errors import summary
+from applicative.tensors import summary
 
 from ._expression_schedule import Schedule, schedule
 from ._tree_partition import MAX_DEPTH
@@ -146,8 +146,8 @@ class Expressions:
         buffer = torch.cat([leaves, leaves.new_zeros(s.rows * (s.leaves - 1), *inner)])
         ops = self.ops.reshape(-1)
         for level in s.levels:  # deepest first: a node's children are done one step before it
-            left = Field._of(buffer.index_select(0, level.left), rest, x.ring)
-            right = Field._of(buffer.index_select(0, level.right), rest, x.ring)
+            left = Field.unchecked(buffer.index_select(0, level.left), rest, x.ring)
+            right = Field.unchecked(buffer.index_select(0, level.right), rest, x.ring)
             parent = combine(left, right, ops.index_select(0, level.node))
             if parent.axes != rest or parent.tensor.shape != left.tensor.shape:
                 raise StructureError(
@@ -157,7 +157,7 @@ class Expressions:
             # in place: the reads above keep their own copies, and neither op saves the buffer for backward
             buffer.index_copy_(0, level.out, parent.tensor.to(buffer.dtype))
         root = buffer.index_select(0, s.root)
-        return Field._of(root.reshape(*self.tree.batch_shape, *inner), rest, x.ring)
+        return Field.unchecked(root.reshape(*self.tree.batch_shape, *inner), rest, x.ring)
 
     def __repr__(self) -> str:
         batch, n = tuple(self.tree.batch_shape), self.tree.size

@@ -32,8 +32,7 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from applicative import Field, Normalise, Structure, StructureError
-from applicative._errors import summary
-from applicative._tensor import broadcast_shape
+from applicative.tensors import broadcast_shape, summary
 
 F = TypeVar("F", bound=Structure)
 G = TypeVar("G", bound=Structure)
@@ -178,7 +177,9 @@ class EdgeSoftmax(Normalise):
             return None
         g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
         out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, self.scale)
-        return cast("Field[*I, G]", Field._of(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
+        return cast(
+            "Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring)
+        )
 
 
 def _graph_axes(axes: Sequence[Structure], op: str) -> Graph:

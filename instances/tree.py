@@ -59,7 +59,7 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from applicative import Field, Ring, Structure, StructureError
-from applicative._tensor import aligned, broadcast_batch, pad_before
+from applicative.tensors import aligned, broadcast_batch, pad_before
 
 from . import _tree_convert as convert
 from ._tree_partition import (
@@ -126,6 +126,9 @@ class Tree(Structure):
         self.size = mask.shape[-1]
         # (source, index into the source's leaves) for the trees this one was built to refine
         self._sources: list[tuple[Tree, Tensor]] = sources or []
+        # The last join, keyed by the other tree's identity: the joined tree is a pure function of the two
+        # (immutable) trees, so the cache cannot change a result; it keeps a join's result the *same* object
+        # across the calls of one layer (equality compares tensors by identity) and saves the merge sort.
         self._last_join: tuple[Tree, Tree] | None = None
 
     @classmethod

@@ -63,7 +63,7 @@ class IPAColumn(nn.Module):
 
     def _per_centre(self, f: Field[S, Structure], seq: Structure) -> Field[Structure, Structure]:
         t = _centres_first(f.tensor, self.centres, self.rank.size)
-        return Field._of(t, (seq.unsqueeze_batch(-1), self.rank), f.ring)
+        return Field.unchecked(t, (seq.unsqueeze_batch(-1), self.rank), f.ring)
 
     def forward(self, x: Field[S, D]) -> Field[S, D]:
         seq, model = x.structures
@@ -75,9 +75,9 @@ class IPAColumn(nn.Module):
         kernels = torch.softmax(scores, dim=-3)  # Σ_p K^p_jl = 1: over the centres
         t = seq.size
         past = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril()
-        k = Field._of(kernels.masked_fill(~past, 0.0), (seq.unsqueeze_batch(-1), seq.unsqueeze_batch(-1)), x.ring)
+        k = Field.unchecked(kernels.masked_fill(~past, 0.0), (seq.unsqueeze_batch(-1), seq.unsqueeze_batch(-1)), x.ring)
         u = mul_mm(k, inner).tensor  # (..., P, j, k): Σ_{l<=j} K^p_jl B^p x_l
-        mixed = Field._of(u.transpose(-2, -3).flatten(-2), (seq, self.outer.inp), x.ring)
+        mixed = Field.unchecked(u.transpose(-2, -3).flatten(-2), (seq, self.outer.inp), x.ring)
         return cast("Field[S, D]", self.outer(mixed))
 
 
@@ -96,7 +96,7 @@ class IPARow(nn.Module):
 
     def kernels(self, x: Field[S, D]) -> Tensor:
         """``K^p(x)`` at each position: ``(..., n, P)``, summing to one over ``p``."""
-        c = cast("Field[Vector, D]", Field._of(self.points, (Vector(self.centres), self.model), x.ring))
+        c = cast("Field[Vector, D]", Field.unchecked(self.points, (Vector(self.centres), self.model), x.ring))
         cx = mul_mmt(c, x).tensor  # ⟨x, c_p⟩
         cc = mul_mmt(c, c).tensor.diagonal()  # |c_p|²
         return torch.softmax((cx - cc / 2) * torch.exp(-self.log_width2), dim=-1)

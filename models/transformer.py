@@ -30,6 +30,7 @@ from applicative import (
     Linear,
     MultiHeadAttention,
     Normalise,
+    Pointwise,
     Structure,
     StructureError,
     add,
@@ -37,8 +38,7 @@ from applicative import (
     mlp,
     mul_mmt,
 )
-from applicative._errors import summary
-from applicative._structure import Pointwise
+from applicative.tensors import summary
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)

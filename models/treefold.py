@@ -90,14 +90,14 @@ class NodeCell(nn.Module, Generic[D]):
 
     def forward(self, left: Field[D], right: Field[D], op: Tensor) -> Field[D]:
         """The parents' states ``(n, D)`` of children ``left``, ``right`` ``(n, D)`` with operations ``op`` ``(n,)``."""
-        e = Field._of(self.embedding[op], (self.hidden,), left.ring)
-        s = Field._of(1 + self.scale[op], (self.hidden,), left.ring)
+        e = Field.unchecked(self.embedding[op], (self.hidden,), left.ring)
+        s = Field.unchecked(1 + self.scale[op], (self.hidden,), left.ring)
         z = add(self.left(left), self.right(right))
         z = add(z, pointwise2(torch.mul, self.product_left(left), self.product_right(right)))
         z = add(pointwise2(torch.mul, z, s), e)
         c = self.out(pointwise(self.activation, z))
         if self.cell == "gated":
-            f = Field._of(self.gate_embedding[op], (self.state,), left.ring)
+            f = Field.unchecked(self.gate_embedding[op], (self.state,), left.ring)
             g = pointwise(torch.sigmoid, add(add(self.gate_left(left), self.gate_right(right)), f))
             mean = pointwise2(lambda a, b: (a + b) / 2, left, right)
             c = add(pointwise2(torch.mul, g, c), pointwise2(torch.mul, pointwise(lambda t: 1 - t, g), mean))
