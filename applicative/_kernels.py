@@ -35,7 +35,7 @@ from torch import Tensor
 
 from ._errors import StructureError
 from ._ring import REAL, Ring
-from ._tensor import aligned, broadcast_pair, pad_before
+from ._tensor import aligned, broadcast_batch, broadcast_pair, pad_before
 
 if TYPE_CHECKING:
     from ._structure import Pointwise, Pointwise2, Structure
@@ -45,9 +45,28 @@ def _real_dtype(x: Tensor) -> torch.dtype:
     return x.real.dtype if x.is_complex() else x.dtype
 
 
+def measure(s: Structure, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None:
+    """``s.log_measure(...)``, its shape checked against the contract: ``(*batch, points or size)``.
+
+    A wrong shape would broadcast silently into a wrong result; the error names the structure.
+    """
+    lw = s.log_measure(dtype, device, points)
+    if lw is None:
+        return None
+    n = points if points is not None else s.size
+    batch = tuple(lw.shape[:-1])
+    if lw.ndim == 0 or lw.shape[-1] != n or broadcast_batch(batch, tuple(s.batch_shape)) is None:
+        raise StructureError(
+            f"{s!r}.log_measure(points={points}) returned shape {tuple(lw.shape)}, expected (*batch, {n}) with "
+            f"batch {tuple(s.batch_shape)} (the structure's batch_shape): log w at each of the "
+            f"{'requested points' if points is not None else 'positions'}; fix the structure's log_measure"
+        )
+    return lw
+
+
 def log_weights(s: Structure, x: Tensor, d: int, points: int | None = None) -> tuple[Tensor, int, Tensor | None]:
     """``(x, d, log w)``: ``x`` padded so the batch fits before axis ``d``, and ``log w`` aligned to act on it."""
-    lw = s.log_measure(_real_dtype(x), x.device, points)
+    lw = measure(s, _real_dtype(x), x.device, points)
     if lw is None:
         return x, d, None
     x, d = pad_before(x, d, lw.ndim - 1)
@@ -62,7 +81,7 @@ def check_ring(s: Structure, ring: Ring, op: str) -> None:
             f"the real ring, not {ring!r}; use a structure stored at its positions (a Vector) for other rings"
         )
     if not ring.weighs:
-        lw = s.log_measure(torch.float64, torch.device("cpu"))
+        lw = measure(s, torch.float64, torch.device("cpu"))
         if lw is not None:
             ring.weights(lw)  # raises, naming the ring
 
@@ -117,7 +136,7 @@ def contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
             w = s.metric(a.dtype, a.device)
             return (a @ w) @ b if a.shape[-2] <= b.shape[-1] else a @ (w @ b)
         return generic_contract(s, a, b, ring)
-    lw = s.log_measure(_real_dtype(a), a.device)
+    lw = measure(s, _real_dtype(a), a.device)
     if lw is None:
         return ring.matmul(a, b)
     q = lw.ndim - 1
@@ -134,7 +153,7 @@ def affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: R
     if ring.has("has_exp", "ordered") and weight.ndim == 2 and not s.batch_shape:
         if s.basis is not None:
             return nnf.linear(x, weight @ s.metric(weight.dtype, weight.device), bias)
-        lw = s.log_measure(_real_dtype(x), x.device)
+        lw = measure(s, _real_dtype(x), x.device)
         if lw is None:
             return nnf.linear(x, weight, bias)
         return nnf.linear(torch.where(torch.isneginf(lw), 0, x * lw.exp()), weight, bias)
@@ -149,7 +168,7 @@ def affine_by_contract(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | N
 
 def mass(s: Structure, like: Tensor) -> Tensor:
     """``counit (pure 1) = Σ_j w_j``, broadcasting against ``like.shape[:-1]``."""
-    lw = s.log_measure(_real_dtype(like), like.device)
+    lw = measure(s, _real_dtype(like), like.device)
     if lw is None:
         return like.new_full(like.shape[:-1], float(s.size))
     total = lw.exp().sum(-1)  # (*batch,)
@@ -178,7 +197,7 @@ def softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
 
 def layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """Layer norm over the last axis; mean by the counit, variance by the contraction (exact in any basis)."""
-    if s.basis is None and not s.batch_shape and s.log_measure(_real_dtype(x), x.device) is None:
+    if s.basis is None and not s.batch_shape and measure(s, _real_dtype(x), x.device) is None:
         return nnf.layer_norm(x, (s.size,), weight, bias, eps)
     m = s.mass(x)
     centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)
@@ -208,7 +227,7 @@ def _metric64(s: Structure) -> Tensor:
     with torch.inference_mode(False):
         eye = torch.eye(s.size, dtype=torch.float64)
         p = s.positions(eye, 0, s.grid)  # (grid, n): the basis functions at the positions
-        lw = s.log_measure(torch.float64, torch.device("cpu"), s.grid)
+        lw = measure(s, torch.float64, torch.device("cpu"), s.grid)
         wp = p if lw is None else p * lw.exp().unsqueeze(-1)
         return p.transpose(0, 1) @ wp
 
@@ -251,7 +270,7 @@ def lowered_keys(s: Structure, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, 
     if s.basis is not None:
         points = s.grid
         tk, tv = s.positions(tk, -2, points), s.positions(tv, -2, points)
-    lw = s.log_measure(_real_dtype(tk), tk.device, points)
+    lw = measure(s, _real_dtype(tk), tk.device, points)
     if lw is None:
         return tk, tv, None
     tk, d = pad_before(tk, tk.ndim - 2, lw.ndim - 1)

@@ -200,7 +200,10 @@ class Structure:
         """``log w`` at the positions, ``(*batch, points or size)``; ``None`` for the counting measure (``w = 1``).
 
         ``-inf`` marks positions of weight zero (padding). ``points`` asks for the
-        weights on an oversampled grid (structures with a :attr:`basis`).
+        weights at the ``points`` quadrature points of an oversampled grid; only a structure with a
+        :attr:`basis` is ever asked for it. A structure stored at its positions is always called
+        with ``points=None`` and may ignore the argument. The shape is checked where the measure is
+        used (a wrong one raises :class:`StructureError` naming the structure).
         """
         return None
 

@@ -3,7 +3,9 @@
 ``NAME`` is a structure object, a ``Vector`` subclass with a size, an
 :class:`~applicative.laws.Arbitrary` (class or object), a structure class for
 which ``MODULE`` defines an arbitrary (``kind = NAME``), or a ring (then only
-the ring laws run, on ``Vector(3)``). Exit status 1 if any law fails; 2, with one line on stderr, if
+the ring laws and its declared capabilities run, on ``Vector(3)``). A structure class whose
+constructor needs arguments is checked through an instance: write ``example = Periodic(8)`` in
+the module and name ``MODULE:example``. Exit status 1 if any law fails; 2, with one line on stderr, if
 the command line names nothing it can check (no such module, a module that does not import, no such
 name, a ring that is not a ring).
 """
@@ -82,7 +84,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n")[0])
+    parser = _Parser(
+        prog=PROG,
+        description=__doc__.split("\n")[0].replace("``", ""),
+        epilog=__doc__.split("\n\n", 1)[1]
+        .replace("``", "")
+        .replace(":class:`~applicative.laws.Arbitrary`", "Arbitrary"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("target", help="MODULE:NAME of a structure, arbitrary or ring")
     parser.add_argument("--ring", default=None, help="MODULE:NAME of the ring (default applicative:REAL)")
     parser.add_argument("--examples", type=int, default=50, help="examples per law (default 50)")
@@ -93,15 +102,22 @@ def _main(argv: list[str] | None) -> int:
     ring: Ring = REAL
     laws = LAWS
     if isinstance(obj, Ring):
-        ring, obj, laws = obj, Vector(3), tuple(law for law in LAWS if law.area == "Ring")
+        ring, obj, laws = obj, Vector(3), tuple(law for law in LAWS if law.area in ("Ring", "Capability"))
     if args.ring is not None:
         _, ring = _resolve(args.ring, "--ring")
         if not isinstance(ring, Ring):
             raise UsageError(
                 f"--ring {args.ring}: is {_kind(ring)}, not a ring; name one such as applicative:REAL or instances:LOG"
             )
+    target = _target(module, obj)
+    if isinstance(target, type) and issubclass(target, Structure) and not issubclass(target, Vector):
+        raise UsageError(
+            f"{args.target}: is the class {target.__name__}, whose values need constructor arguments and which no "
+            f"Arbitrary draws; name an instance instead: write example = {target.__name__}(...) in {module.__name__} "
+            f"and run {PROG} {module.__name__}:example"
+        )
     try:
-        report = run_laws(_target(module, obj), ring, laws=laws, max_examples=args.examples, database=False)
+        report = run_laws(target, ring, laws=laws, max_examples=args.examples, database=False)
     except TypeError as e:
         raise UsageError(str(e).splitlines()[0] if str(e) else f"{args.target}: cannot be checked") from None
     print(report.table())

@@ -182,7 +182,18 @@ class Arbitrary(Generic[S]):
         return x
 
     def isomorphism(self, s: S, draw: Draw) -> Isomorphism | None:
-        """Draw an isomorphism out of ``s`` for the attention-equivariance laws (``None``: none known)."""
+        """Draw an isomorphism out of ``s`` for the attention-equivariance laws (``None``: none known).
+
+        Without one those laws report n/a. Declare the symmetries your structure has; for a
+        periodic grid, a cyclic shift (it keeps the measure, so attention commutes with it)::
+
+            def isomorphism(self, s, draw):
+                k = draw.integers(0, s.size - 1)
+                return Isomorphism(s, s, lambda x, dim: torch.roll(x, k, dim), f"shift by {k}")
+
+        ``apply(x, dim)`` moves a value along axis ``dim``; ``source`` and ``target`` may differ
+        (a permutation of outcomes carries their probabilities to a new distribution).
+        """
         return None
 
     def tolerance(self, s: Structure, default: Tolerance) -> Tolerance:

@@ -132,7 +132,7 @@ def run_laws(
     target: object,
     ring: Ring = REAL,
     *,
-    laws: Sequence[Law] = LAWS,
+    laws: Sequence[Law] | None = None,
     max_examples: int | None = None,
     tolerance: Tolerance | None = None,
     elements: Elements | None = None,
@@ -145,13 +145,14 @@ def run_laws(
         target: a structure object (``Vector(3)``), a ``Vector`` subclass with a
             declared size, or an :class:`Arbitrary` (structures that carry data).
         ring: the scalars; exact rings are checked exactly.
-        laws: which laws (default all of :data:`LAWS`; filter by ``law.area``).
+        laws: which laws (``None``, the default: all of :data:`LAWS`; filter by ``law.area``).
         max_examples: examples per law (default: the active hypothesis profile's).
         tolerance: overrides the default (exact for exact rings, else :data:`FLOAT_TOLERANCE`).
         elements: which scalars to draw (default :func:`ring_elements`).
         commutative: whether ``pair`` and the ring's ``mul`` are expected to commute.
         database: use hypothesis' example database (replays earlier failures).
     """
+    laws = LAWS if laws is None else laws
     arb = arbitrary_of(target)
     els = elements if elements is not None else ring_elements(ring)
     tol = tolerance if tolerance is not None else (EXACT if ring.exact else FLOAT_TOLERANCE)
@@ -177,7 +178,7 @@ def check_laws(
     target: object,
     ring: Ring = REAL,
     *,
-    laws: Sequence[Law] = LAWS,
+    laws: Sequence[Law] | None = None,
     max_examples: int | None = None,
     tolerance: Tolerance | None = None,
     elements: Elements | None = None,
