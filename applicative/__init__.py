@@ -41,6 +41,7 @@ from ._attention import (
     sdpa_lowering,
     self_attention,
 )
+from ._data import DataStructure
 from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._layers import layer_norm, mlp, residual
@@ -59,6 +60,7 @@ __all__ = [
     "Causal",
     "CausalSoftmax",
     "Counit",
+    "DataStructure",
     "Field",
     "LayerNorm",
     "Linear",

@@ -55,13 +55,13 @@ new :class:`Distribution`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from applicative import Field, Structure, StructureError
+from applicative import DataStructure, Field, Structure, StructureError
 
 #: how far the probabilities may sum from 1 (relative to float32 rounding of n terms)
 SUM_TOLERANCE = 1e-5
@@ -83,7 +83,7 @@ def _as_probabilities(probs: object) -> Tensor:
         ) from None
 
 
-class Distribution(Structure):
+class Distribution(DataStructure):
     """``n`` outcomes with probabilities ``probs`` (shape ``(*batch, n)``, non-negative, summing to 1).
 
     Raises:
@@ -91,44 +91,13 @@ class Distribution(Structure):
             or do not sum to 1 (within :data:`SUM_TOLERANCE`).
     """
 
+    tensors = ("probs",)
+
     def __init__(self, probs: Tensor | Sequence[float]) -> None:
-        p = probs if isinstance(probs, Tensor) else _as_probabilities(probs)
-        if p.ndim < 1 or p.shape[-1] < 1:
-            raise StructureError(
-                f"Distribution needs at least one outcome, got probabilities of shape {tuple(p.shape)}"
-            )
-        p = p.detach().clone() if p.dtype.is_floating_point else p.to(torch.float64)  # ours: the caller's may change
-        if not bool(torch.isfinite(p).all()):
-            raise StructureError(f"Distribution: probabilities must be finite, got {p.tolist()}")
-        if bool((p < 0).any()):
-            raise StructureError(
-                f"Distribution: probabilities must be non-negative, got {p.tolist()}; "
-                "pass torch.softmax(logits, -1) to turn scores into probabilities"
-            )
-        total = p.sum(-1)
-        if not bool(torch.allclose(total, torch.ones_like(total), rtol=0.0, atol=SUM_TOLERANCE)):
-            raise StructureError(
-                f"Distribution: probabilities must sum to 1, got sums {total.tolist()}; normalise with p / p.sum(-1)"
-            )
-        self.probs = p
-        self.size = p.shape[-1]
+        self.probs = _checked_probs(probs)
+        self.size = self.probs.shape[-1]
 
-    # ---- the contract: per-example data and the measure ------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.probs,)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Distribution:
-        d = Distribution.__new__(Distribution)
-        d.probs, d.size = data[0], data[0].shape[-1]
-        return d
-
-    def static(self) -> Hashable:
-        return (self.size, tuple(self.probs.shape))
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.probs.shape[:-1]
+    # ---- the contract: the measure ---------------------------------------------
 
     def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
         """``log p(ω)`` (``-inf`` for an outcome of probability zero)."""
@@ -150,6 +119,27 @@ class Distribution(Structure):
         if self.probs.ndim == 1 and not self.probs.is_meta:
             return f"Distribution({[round(float(v), 4) for v in self.probs]})"
         return f"Distribution(batch={tuple(self.probs.shape[:-1])}, outcomes={self.size})"
+
+
+def _checked_probs(probs: Tensor | Sequence[float]) -> Tensor:
+    """``probs`` as a fresh float tensor ``(*batch, n)``: finite, non-negative, summing to 1; or a named error."""
+    p = probs if isinstance(probs, Tensor) else _as_probabilities(probs)
+    if p.ndim < 1 or p.shape[-1] < 1:
+        raise StructureError(f"Distribution needs at least one outcome, got probabilities of shape {tuple(p.shape)}")
+    p = p.detach().clone() if p.dtype.is_floating_point else p.to(torch.float64)  # ours: the caller's may change
+    if not bool(torch.isfinite(p).all()):
+        raise StructureError(f"Distribution: probabilities must be finite, got {p.tolist()}")
+    if bool((p < 0).any()):
+        raise StructureError(
+            f"Distribution: probabilities must be non-negative, got {p.tolist()}; "
+            "pass torch.softmax(logits, -1) to turn scores into probabilities"
+        )
+    total = p.sum(-1)
+    if not bool(torch.allclose(total, torch.ones_like(total), rtol=0.0, atol=SUM_TOLERANCE)):
+        raise StructureError(
+            f"Distribution: probabilities must sum to 1, got sums {total.tolist()}; normalise with p / p.sum(-1)"
+        )
+    return p
 
 
 # ---- combining: the independent product -------------------------------------------

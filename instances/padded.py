@@ -16,16 +16,16 @@ are meaningless; keep them finite.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from applicative import Structure, StructureError
+from applicative import DataStructure, StructureError
 
 
-class Padded(Structure):
+class Padded(DataStructure):
     """Sequences of at most ``size`` positions; example ``i`` is valid on its first ``lengths[i]``.
 
     Args:
@@ -38,25 +38,11 @@ class Padded(Structure):
 
     ordered: ClassVar[bool] = True
 
+    tensors = ("lengths",)
+    event_dims = 0
+
     def __init__(self, size: int, lengths: Tensor | Sequence[int]) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise StructureError(f"Padded: size must be a positive int, got {size!r:.40}")
-        n = lengths if isinstance(lengths, Tensor) else torch.tensor(list(lengths))
-        if n.dtype.is_floating_point or n.dtype.is_complex or n.dtype == torch.bool:
-            raise StructureError(f"Padded: lengths must be integers, got dtype {n.dtype}")
-        if n.ndim == 0 or n.numel() == 0:
-            raise StructureError(
-                f"Padded: lengths needs one entry per example (shape (*batch,)), got shape {tuple(n.shape)}"
-            )
-        n = n.to(torch.int64).clone()
-        bad = (n < 1) | (n > size)
-        if bool(bad.any()):
-            first = n[bad].reshape(-1)[0].item()
-            raise StructureError(
-                f"Padded: every length must lie in [1, {size}], got {first}; "
-                "an empty sequence has nothing to attend to (drop it from the batch)"
-            )
-        self.size, self.lengths = size, n
+        self.size, self.lengths = size, _checked_lengths(size, lengths)
 
     @classmethod
     def from_mask(cls, key_padding_mask: Tensor) -> Padded:
@@ -73,22 +59,7 @@ class Padded(Structure):
         """``(*batch, n)``: ``True`` at valid positions."""
         return torch.arange(self.size, device=self.lengths.device) < self.lengths.unsqueeze(-1)
 
-    # ---- the contract: per-example data and the measure ------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.lengths,)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Padded:
-        p = Padded.__new__(Padded)
-        p.size, p.lengths = self.size, data[0]
-        return p
-
-    def static(self) -> Hashable:
-        return (self.size, tuple(self.lengths.shape))
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.lengths.shape
+    # ---- the contract: the measure ---------------------------------------------
 
     def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
         """``0`` at valid positions, ``-inf`` at padding: ``(*batch, n)``."""
@@ -100,9 +71,31 @@ class Padded(Structure):
         """Batches joined along their first axis, padded to the largest size."""
         if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
             raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
-        out = Padded.__new__(Padded)
-        out.size, out.lengths = max(p.size for p in structures), torch.cat([p.lengths for p in structures], 0)
+        out = structures[0].with_data((torch.cat([p.lengths for p in structures], 0),))
+        out.size = max(p.size for p in structures)
         return out
 
     def __repr__(self) -> str:
         return f"Padded({self.size}, batch={tuple(self.batch_shape)})"
+
+
+def _checked_lengths(size: int, lengths: Tensor | Sequence[int]) -> Tensor:
+    """``lengths`` as a fresh int64 tensor ``(*batch,)``, each in ``[1, size]``, or a named error."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise StructureError(f"Padded: size must be a positive int, got {size!r:.40}")
+    n = lengths if isinstance(lengths, Tensor) else torch.tensor(list(lengths))
+    if n.dtype.is_floating_point or n.dtype.is_complex or n.dtype == torch.bool:
+        raise StructureError(f"Padded: lengths must be integers, got dtype {n.dtype}")
+    if n.ndim == 0 or n.numel() == 0:
+        raise StructureError(
+            f"Padded: lengths needs one entry per example (shape (*batch,)), got shape {tuple(n.shape)}"
+        )
+    n = n.to(torch.int64).clone()
+    bad = (n < 1) | (n > size)
+    if bool(bad.any()):
+        first = n[bad].reshape(-1)[0].item()
+        raise StructureError(
+            f"Padded: every length must lie in [1, {size}], got {first}; "
+            "an empty sequence has nothing to attend to (drop it from the batch)"
+        )
+    return n

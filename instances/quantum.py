@@ -30,12 +30,12 @@ construction.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from applicative import Structure, StructureError
+from applicative import DataStructure, StructureError
 
 #: how far ``Σ |ψ|²`` may be from 1 (float32 rounding of a few thousand terms)
 NORM_TOLERANCE = 1e-5
@@ -43,7 +43,7 @@ NORM_TOLERANCE = 1e-5
 _COMPLEX_OF = {torch.float16: torch.complex64, torch.bfloat16: torch.complex64, torch.float32: torch.complex64}
 
 
-class Quantum(Structure):
+class Quantum(DataStructure):
     """``n`` basis states of a pure state with amplitudes ``ψ`` (shape ``(*batch, n)``, ``Σ |ψ|² = 1``).
 
     Real amplitudes are read as complex ones (``float32`` and narrower as
@@ -54,38 +54,13 @@ class Quantum(Structure):
             finite, or the state is not normalised (within :data:`NORM_TOLERANCE`).
     """
 
+    tensors = ("amplitudes",)
+
     def __init__(self, amplitudes: Tensor | Sequence[complex]) -> None:
-        psi = amplitudes if isinstance(amplitudes, Tensor) else torch.tensor(list(amplitudes), dtype=torch.complex128)
-        if psi.ndim < 1 or psi.shape[-1] < 1:
-            raise StructureError(f"Quantum needs at least one basis state, got amplitudes of shape {tuple(psi.shape)}")
-        psi = psi.detach().to(_complex_dtype(psi.dtype), copy=True)  # ours: the caller's may change
-        if not bool(torch.isfinite(psi).all()):
-            raise StructureError(f"Quantum: amplitudes must be finite, got {psi.tolist()}")
-        norm = psi.abs().square().sum(-1)
-        if not bool(torch.allclose(norm, torch.ones_like(norm), rtol=0.0, atol=NORM_TOLERANCE)):
-            raise StructureError(
-                f"Quantum: the state must be normalised (Σ |ψ|² = 1), got {norm.tolist()}; "
-                "divide by psi.abs().square().sum(-1, keepdim=True).sqrt()"
-            )
-        self.amplitudes = psi
-        self.size = psi.shape[-1]
+        self.amplitudes = _checked_amplitudes(amplitudes)
+        self.size = self.amplitudes.shape[-1]
 
-    # ---- the contract: per-example data and the measure ------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.amplitudes,)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Quantum:
-        q = Quantum.__new__(Quantum)
-        q.amplitudes, q.size = data[0], data[0].shape[-1]
-        return q
-
-    def static(self) -> Hashable:
-        return (self.size, tuple(self.amplitudes.shape))
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.amplitudes.shape[:-1]
+    # ---- the contract: the measure ---------------------------------------------
 
     def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
         """``log |ψ(ω)|² = 2 log |ψ(ω)|`` (``-inf`` for a basis state of amplitude zero)."""
@@ -132,3 +107,20 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
     if dtype == torch.bool:
         raise StructureError("Quantum: amplitudes must be numbers, got a bool tensor")
     return _COMPLEX_OF.get(dtype, torch.complex128)
+
+
+def _checked_amplitudes(amplitudes: Tensor | Sequence[complex]) -> Tensor:
+    """``amplitudes`` as a fresh complex tensor ``(*batch, n)``, finite and normalised; or a named error."""
+    psi = amplitudes if isinstance(amplitudes, Tensor) else torch.tensor(list(amplitudes), dtype=torch.complex128)
+    if psi.ndim < 1 or psi.shape[-1] < 1:
+        raise StructureError(f"Quantum needs at least one basis state, got amplitudes of shape {tuple(psi.shape)}")
+    psi = psi.detach().to(_complex_dtype(psi.dtype), copy=True)  # ours: the caller's may change
+    if not bool(torch.isfinite(psi).all()):
+        raise StructureError(f"Quantum: amplitudes must be finite, got {psi.tolist()}")
+    norm = psi.abs().square().sum(-1)
+    if not bool(torch.allclose(norm, torch.ones_like(norm), rtol=0.0, atol=NORM_TOLERANCE)):
+        raise StructureError(
+            f"Quantum: the state must be normalised (Σ |ψ|² = 1), got {norm.tolist()}; "
+            "divide by psi.abs().square().sum(-1, keepdim=True).sqrt()"
+        )
+    return psi
