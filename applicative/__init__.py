@@ -28,6 +28,7 @@ from ._algebra import (
 from ._attention import (
     Causal,
     CausalSoftmax,
+    FlexSoftmax,
     LinearAttention,
     Normalise,
     ReluAttention,
@@ -44,6 +45,7 @@ from ._attention import (
 from ._data import DataStructure
 from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
+from ._flex import flex_softmax_attention
 from ._layers import layer_norm, mlp, residual
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._pairs import Pairs, PairsBasis
@@ -62,6 +64,7 @@ __all__ = [
     "Counit",
     "DataStructure",
     "Field",
+    "FlexSoftmax",
     "LayerNorm",
     "Linear",
     "LinearAttention",
@@ -89,6 +92,7 @@ __all__ = [
     "counit",
     "dot",
     "expect_field",
+    "flex_softmax_attention",
     "fmap",
     "galerkin_lowering",
     "generic_attention",

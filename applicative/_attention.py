@@ -46,6 +46,7 @@ from . import _kernels as kernels
 from ._algebra import _on, fmap_last, join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
+from ._flex import flex_provides, flex_softmax_attention
 from ._ring import Ring
 from ._structure import Structure
 from ._tensor import broadcast_shape, unflatten
@@ -115,6 +116,25 @@ class ScaledSoftmax(Normalise):
         self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
     ) -> Field[*I, G] | None:
         return sdpa_lowering(Causal(self) if causal else self, queries, keys, values, causal=causal)
+
+
+@dataclass(frozen=True)
+class FlexSoftmax(ScaledSoftmax):
+    """:class:`ScaledSoftmax` lowered through ``flex_attention``: masked key blocks are skipped, not computed.
+
+    For keys whose measure hides positions (``Padded``, trees, ragged batches) and for
+    ``Causal(FlexSoftmax(c))``; see :mod:`applicative._flex` for when it beats dense SDPA.
+    ``compiled=False`` runs flex's eager reference (for tests: no compile time). Where torch
+    does not provide the kernel (on CPU: compiled ``float64``, or a backward) it lowers to dense SDPA.
+    """
+
+    compiled: bool = True
+
+    def lower(
+        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    ) -> Field[*I, G] | None:
+        norm = Causal(self) if causal else self
+        return sdpa_lowering(norm, queries, keys, values, causal=causal, flex=self.compiled)
 
 
 @dataclass(frozen=True)
@@ -259,13 +279,20 @@ def generic_attention(
 
 
 def sdpa_lowering(
-    normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
+    normalise: Normalise,
+    queries: Field[*I, H],
+    keys: Field[F, H],
+    values: Field[F, G],
+    *,
+    causal: bool = False,
+    flex: bool | None = None,
 ) -> Field[*I, G] | None:
     """A softmax ``normalise`` (``softmax(scale · s)``, ``causal`` or not) as ``scaled_dot_product_attention``.
 
     ``None`` over a ring without an order and ``exp``; at a position of the queries' outer
     structures where the kernel does not apply (causal with several query axes) the generic
-    definition of ``normalise`` runs there.
+    definition of ``normalise`` runs there. ``flex`` (``True``: compiled, ``False``: eager) runs
+    ``flex_attention`` with a block mask instead (:func:`applicative.flex_softmax_attention`).
     """
     if not queries.ring.has("has_exp", "ordered"):
         return None
@@ -276,7 +303,7 @@ def sdpa_lowering(
     def attend(tq: Tensor) -> Tensor:
         # the queries at one position each of their outer structures (fmap over *I)
         q = Field.unchecked(tq, queries.axes, queries.ring)
-        lowered = _sdpa(normalise.scale, causal, q, keys, values)
+        lowered = _sdpa(normalise.scale, causal, q, keys, values, flex)
         if lowered is not None:
             return lowered.tensor
         return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
@@ -322,7 +349,9 @@ def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
     return None
 
 
-def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G] | None:
+def _sdpa(
+    scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[F, G], flex: bool | None = None
+) -> Field[*I, G] | None:
     """Run softmax attention as one fused kernel, or return ``None`` if it cannot.
 
     ``softmax(q M kᵀ) M v`` with ``M = L Lᵀ`` the heads' metric and ``w`` the keys'
@@ -346,6 +375,10 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
         qf = qf.expand(*batch, *qf.shape[-2:])
         kf = kf.expand(*batch, *kf.shape[-2:])
         tv = tv.expand(*batch, *tv.shape[-2:])
+    if flex is not None and flex_provides(qf, kf, tv, flex):  # the block-mask kernel (compiled when flex is True)
+        out = flex_softmax_attention(qf, kf, tv, log_w, causal=causal, scale=scale, compiled=flex)
+        out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
+        return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
     mask: Tensor | None = None
     if log_w is not None:
         mask = log_w.unsqueeze(-2).to(qf.dtype)  # (..., 1, S) additive bias

@@ -80,6 +80,8 @@ from ._report import LawReport, LawResult
 from ._vector import VectorArbitrary
 
 if TYPE_CHECKING:
+    from ._equivariance import FLEX_LAWS
+    from ._ringlaws import CAPABILITY_LAWS
     from ._runner import FLOAT_TOLERANCE, LAWS, LawError, check_laws, run_laws
     from ._strategies import arbitrary_of, element_strategy, fields, ring_elements, structures
 
@@ -87,6 +89,8 @@ if TYPE_CHECKING:
 # Arbitrary without pulling hypothesis into `import instances`
 _LAZY = {
     **dict.fromkeys(("FLOAT_TOLERANCE", "LAWS", "LawError", "check_laws", "run_laws"), "._runner"),
+    **dict.fromkeys(("CAPABILITY_LAWS",), "._ringlaws"),
+    **dict.fromkeys(("FLEX_LAWS",), "._equivariance"),
     **dict.fromkeys(("arbitrary_of", "element_strategy", "fields", "ring_elements", "structures"), "._strategies"),
 }
 
@@ -100,7 +104,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CAPABILITY_LAWS",
     "EXACT",
+    "FLEX_LAWS",
     "FLOAT_TOLERANCE",
     "LAWS",
     "Arbitrary",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._attention import Causal, LinearAttention, Normalise, ScaledSoftmax, attention, cannot_lower
+from .._attention import Causal, FlexSoftmax, LinearAttention, Normalise, ScaledSoftmax, attention, cannot_lower
 from .._field import Field
 from ._arbitrary import Isomorphism
 from ._law import AnyField, Case, Equation, Law, real_only
@@ -149,5 +149,26 @@ ATTENTION_LAWS = (
         "LinearAttention.lower(q, k, v) = scale (q · k) · v, keys on S",
         _lowering(LinearAttention(0.5), False),
         real_only,
+    ),
+)
+
+
+# flex_attention (eager reference: the same mask and score modifications the compiled kernel runs)
+_FLEX = FlexSoftmax(0.5, compiled=False)
+
+FLEX_LAWS = (
+    Law(
+        "Attention",
+        "flex lowering = generic",
+        "FlexSoftmax.lower(q, k, v) = softmax(q · k) · v, keys on S (block mask from log w)",
+        _lowering(_FLEX, False),
+        real_only,
+    ),
+    Law(
+        "Attention",
+        "causal flex lowering = generic",
+        "Causal(FlexSoftmax).lower(q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
+        _lowering(Causal(_FLEX), True),
+        _lowers_causal,
     ),
 )
