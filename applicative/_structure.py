@@ -1,31 +1,9 @@
 """Structures: the objects that own one axis of a :class:`~applicative.Field`.
 
-The contract (DESIGN §3). Most structures are an index set with a measure; a
-structure author writes only:
-
-1. its size, and per-example data if it has any (:meth:`Structure.data` /
-   :meth:`Structure.with_data`: tensors whose leading axes are the batch);
-   equality, hashing, ``.to(device)``, batching and pytree registration come
-   with the base class;
-2. its stored basis, if values are not stored at their positions
-   (:attr:`Structure.basis`, a :class:`Basis`; ``None``: the identity);
-3. its measure at the positions: :meth:`Structure.log_measure` (``None``: the
-   counting measure); optionally an exact :meth:`Structure.metric` on the
-   stored basis;
-4. only if pairing is data dependent (trees): :meth:`Structure.join` and
-   :meth:`Structure.refine`.
-
-Everything else -- ``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract``,
-``affine``, ``mass``, ``softmax``, ``layer_norm`` and the attention lowering --
-is derived once, in :mod:`applicative._kernels`; the methods here are
-one-line shells over those free functions. A structure may override one for
-speed; the law checker checks the override against the derived and the
-generic definitions.
-
-Capabilities (DESIGN §5) are declared, not assumed: :attr:`Structure.ordered`
-(causal masks), :meth:`Structure.split` (attention heads), and the rings a
-structure supports (:meth:`Structure.check_ring`). Each raises a
-:class:`StructureError` naming the structure and the capability.
+The contract a structure author writes is the docstring of :class:`Structure`
+(``help(Structure)``); what is derived from it lives in :mod:`applicative._kernels`
+as free functions, and the plumbing of structures that carry per-example tensors
+in :class:`~applicative.DataStructure`.
 
 Tensor conventions. A structure acts on one tensor axis ``dim`` (negative
 indices count from the end). Axes before ``dim`` are batch axes (outer
@@ -111,8 +89,42 @@ class Basis(abc.ABC):
 class Structure:
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
-    Subclasses supply the contract above; declaring a nominal axis is a subclass
-    too: ``class Model(Vector): size = 64``.
+    The contract (DESIGN §3). Most structures are an index set with a measure; a
+    structure author writes only:
+
+    1. ``size``, and per-example data if it has any: name the tensor attributes in a
+       :class:`~applicative.DataStructure` (``tensors = ("probs",)``) and get
+       :meth:`data` / :meth:`with_data` / :meth:`static` / :attr:`batch_shape`;
+       equality, hashing, ``.to(device)``, batching and pytree registration come
+       with this base class;
+    2. its stored basis, if values are not stored at their positions
+       (:attr:`basis`, a :class:`Basis`; ``None``: the identity);
+    3. its measure at the positions: :meth:`log_measure` (``None``: the counting
+       measure; shape ``(*batch, size)``, checked where used); optionally an exact
+       :meth:`metric` on the stored basis;
+    4. only if pairing is data dependent (trees): :meth:`join` and :meth:`refine`.
+
+    Everything else -- ``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract``,
+    ``affine``, ``mass``, ``softmax``, ``layer_norm`` and the attention lowering --
+    is derived once (:mod:`applicative._kernels`); the methods here are one-line
+    shells over those free functions. A structure may override one for speed; the
+    law checker checks the override against the derived and the generic definitions.
+
+    Capabilities (DESIGN §5) are declared, not assumed: :attr:`ordered` (causal
+    masks), :meth:`split` (attention heads), and the rings a structure supports
+    (:meth:`check_ring`). Each raises a :class:`StructureError` naming the
+    structure and the capability. Check yours with ``python -m applicative.laws``.
+
+    A seven-line example (a periodic grid with the uniform measure)::
+
+        class Circle(Structure):
+            def __init__(self, n: int) -> None:
+                self.size = n
+
+            def log_measure(self, dtype, device, points=None):
+                return torch.full((self.size,), -math.log(self.size), dtype=dtype, device=device)
+
+    Declaring a nominal axis is a subclass too: ``class Model(Vector): size = 64``.
     """
 
     #: length of the tensor axis this structure owns

@@ -103,3 +103,17 @@ def test_the_command_line_says_how_to_check_a_class_that_needs_arguments(tmp_pat
     assert "instance" in cli("--help").stdout
     ok = cli("mystructure:example", "--examples", "2")
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+
+
+def test_help_of_structure_is_the_contract_and_its_example_is_lawful() -> None:
+    text = pydoc.render_doc(Structure, renderer=pydoc.plaintext)
+    for word in ("The contract", "log_measure", "DataStructure", "join", "ordered"):
+        assert word in text, word
+    doc = Structure.__doc__ or ""
+    block = doc[doc.index("class Circle") :].split("\n\n    Declaring")[0]
+    namespace: dict[str, object] = {"Structure": Structure, "torch": torch, "math": math}
+    exec(textwrap.dedent("    " + block), namespace)
+    circle = namespace["Circle"](5)  # type: ignore[operator]
+    x = torch.randn(3, 5, dtype=F64)
+    torch.testing.assert_close(counit(Field(x, (circle,))).tensor, x.mean(-1))
+    assert not run_laws(circle, max_examples=5).failures
