@@ -38,14 +38,14 @@ from ._ring import REAL, Ring
 from ._tensor import aligned, broadcast_batch, broadcast_pair, pad_before
 
 if TYPE_CHECKING:
-    from ._structure import Pointwise, Pointwise2, Structure
+    from ._contract import Contract, Pointwise, Pointwise2
 
 
 def _real_dtype(x: Tensor) -> torch.dtype:
     return x.real.dtype if x.is_complex() else x.dtype
 
 
-def measure(s: Structure, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None:
+def measure(s: Contract, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None:
     """``s.log_measure(...)``, its shape checked against the contract: ``(*batch, points or size)``.
 
     A wrong shape would broadcast silently into a wrong result; the error names the structure.
@@ -64,7 +64,7 @@ def measure(s: Structure, dtype: torch.dtype, device: torch.device, points: int 
     return lw
 
 
-def log_weights(s: Structure, x: Tensor, d: int, points: int | None = None) -> tuple[Tensor, int, Tensor | None]:
+def log_weights(s: Contract, x: Tensor, d: int, points: int | None = None) -> tuple[Tensor, int, Tensor | None]:
     """``(x, d, log w)``: ``x`` padded so the batch fits before axis ``d``, and ``log w`` aligned to act on it."""
     lw = measure(s, _real_dtype(x), x.device, points)
     if lw is None:
@@ -73,7 +73,7 @@ def log_weights(s: Structure, x: Tensor, d: int, points: int | None = None) -> t
     return x, d, aligned(lw, d, x.ndim - d - 1)
 
 
-def check_ring(s: Structure, ring: Ring, op: str) -> None:
+def check_ring(s: Contract, ring: Ring, op: str) -> None:
     """A structure with a basis other than its positions needs the real ring (the change of basis is real-linear)."""
     if s.basis is not None and not ring.has("has_exp", "ordered"):
         raise StructureError(
@@ -89,14 +89,14 @@ def check_ring(s: Structure, ring: Ring, op: str) -> None:
 # ---- Applicative and Counit --------------------------------------------------
 
 
-def pure(s: Structure, x: Tensor, dim: int) -> Tensor:
+def pure(s: Contract, x: Tensor, dim: int) -> Tensor:
     """``pure x``: ``x`` at every position, in the stored basis."""
     d = dim % (x.ndim + 1)
     t = x.unsqueeze(d).expand(*x.shape[:d], s.size, *x.shape[d:])
     return t if s.basis is None else s.stored(t, d)
 
 
-def fmap(s: Structure, f: Pointwise, x: Tensor, dim: int) -> Tensor:
+def fmap(s: Contract, f: Pointwise, x: Tensor, dim: int) -> Tensor:
     """``fmap f``: ``f`` at the positions."""
     if s.basis is None:
         return f(x)
@@ -104,7 +104,7 @@ def fmap(s: Structure, f: Pointwise, x: Tensor, dim: int) -> Tensor:
     return s.stored(f(s.positions(x, d)), d)
 
 
-def zip_with(s: Structure, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
+def zip_with(s: Contract, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
     """``fmap (uncurry f) (pair a b)``: ``f`` at the positions of the product grid, back to the stored basis."""
     if s.basis is None:
         return f(a, b)
@@ -112,7 +112,7 @@ def zip_with(s: Structure, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Ten
     return s.stored(f(s.positions(a, d, m), s.positions(b, d, m)), d)
 
 
-def counit(s: Structure, x: Tensor, dim: int, ring: Ring) -> Tensor:
+def counit(s: Contract, x: Tensor, dim: int, ring: Ring) -> Tensor:
     """``Σ_j w_j ⊗ x_j`` at the positions (positions of weight zero contribute the ring's zero)."""
     d = dim % x.ndim
     if s.basis is not None:
@@ -128,7 +128,7 @@ def counit(s: Structure, x: Tensor, dim: int, ring: Ring) -> Tensor:
 # ---- derived kernels ------------------------------------------------------------
 
 
-def contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+def contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
     """``counit (zip_with mul a b)`` as one matrix product against the measure: ``(..., m, n) x (..., n, k)``."""
     if s.basis is not None:
         check_ring(s, ring, "contract")
@@ -148,7 +148,7 @@ def contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
     return ring.matmul(wa, torch.where(torch.isneginf(lwb), ring.zero(b), b))
 
 
-def affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+def affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
     """``x Wᵀ + b`` contracting the last axis of ``x``: ``nnf.linear`` against the measure where it can."""
     if ring.has("has_exp", "ordered") and weight.ndim == 2 and not s.batch_shape:
         if s.basis is not None:
@@ -160,13 +160,13 @@ def affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: R
     return affine_by_contract(s, x, weight, bias, ring)
 
 
-def affine_by_contract(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+def affine_by_contract(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
     """``contract x Wᵀ`` plus the bias."""
     y = s.contract(x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
     return y if bias is None else ring.add(y, bias)
 
 
-def mass(s: Structure, like: Tensor) -> Tensor:
+def mass(s: Contract, like: Tensor) -> Tensor:
     """``counit (pure 1) = Σ_j w_j``, broadcasting against ``like.shape[:-1]``."""
     lw = measure(s, _real_dtype(like), like.device)
     if lw is None:
@@ -177,7 +177,7 @@ def mass(s: Structure, like: Tensor) -> Tensor:
     return total.reshape(*total.shape, *([1] * (like.ndim - 1 - total.ndim))).expand(like.shape[:-1])
 
 
-def softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
+def softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
     """``e^x / counit(e^x)`` along ``dim`` against the measure (over the real ring).
 
     Stored at positions: ``exp(x - logsumexp(x + log w))``. In another basis: ``e^x``
@@ -195,7 +195,7 @@ def softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
     return torch.exp(x - lse)
 
 
-def layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+def layer_norm(s: Contract, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """Layer norm over the last axis; mean by the counit, variance by the contraction (exact in any basis)."""
     if s.basis is None and not s.batch_shape and measure(s, _real_dtype(x), x.device) is None:
         return nnf.layer_norm(x, (s.size,), weight, bias, eps)
@@ -205,7 +205,7 @@ def layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | No
     return scale_shift(s, centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
 
 
-def scale_shift(s: Structure, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+def scale_shift(s: Contract, y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     """``y * weight + bias`` along the last axis (the product is a zip: a product of functions)."""
     if weight is not None:
         y = s.zip_with(torch.mul, y, weight.expand_as(y), -1)
@@ -215,7 +215,7 @@ def scale_shift(s: Structure, y: Tensor, weight: Tensor | None, bias: Tensor | N
 # ---- the metric, and the attention lowering ----------------------------------------
 
 
-def metric(s: Structure, dtype: torch.dtype, device: torch.device) -> Tensor:
+def metric(s: Contract, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``W = Pᵀ diag(w) P`` on the product grid: the Gram matrix of the stored basis, ``(n, n)``."""
     if s.batch_shape:
         raise StructureError(f"{s!r}: a metric is per structure, but this one carries per-example data")
@@ -223,7 +223,7 @@ def metric(s: Structure, dtype: torch.dtype, device: torch.device) -> Tensor:
 
 
 @functools.lru_cache(maxsize=256)
-def _metric64(s: Structure) -> Tensor:
+def _metric64(s: Contract) -> Tensor:
     with torch.inference_mode(False):
         eye = torch.eye(s.size, dtype=torch.float64)
         p = s.positions(eye, 0, s.grid)  # (grid, n): the basis functions at the positions
@@ -232,18 +232,18 @@ def _metric64(s: Structure) -> Tensor:
         return p.transpose(0, 1) @ wp
 
 
-def _metric(s: Structure, dtype: torch.dtype, device: torch.device) -> Tensor:
+def _metric(s: Contract, dtype: torch.dtype, device: torch.device) -> Tensor:
     return _metric64(s).to(dtype=dtype, device=device)
 
 
 @functools.lru_cache(maxsize=256)
-def _factor64(s: Structure) -> Tensor:
+def _factor64(s: Contract) -> Tensor:
     with torch.inference_mode(False):
         factor: Tensor = torch.linalg.cholesky(s.metric(torch.float64, torch.device("cpu")))
         return factor
 
 
-def factor(s: Structure, x: Tensor) -> Tensor:
+def factor(s: Contract, x: Tensor) -> Tensor:
     """``x L`` along the last axis, with ``L Lᵀ`` the metric of the contraction (heads of attention)."""
     if s.basis is not None and s.batch_shape:
         # a metric per example, possibly singular (padding): factor through the product grid instead,
@@ -261,7 +261,7 @@ def factor(s: Structure, x: Tensor) -> Tensor:
     return torch.where(torch.isneginf(lw), 0, x * (0.5 * lw).exp())
 
 
-def lowered_keys(s: Structure, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
     """Keys ``(..., n, e)`` and values ``(..., n, g)`` at the positions of ``s``, and the bias ``log w`` ``(..., n)``.
 
     Another basis is sampled at its product grid (the quadrature points of its measure).
@@ -280,30 +280,30 @@ def lowered_keys(s: Structure, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, 
 # ---- the generic definitions: the specification ---------------------------------------
 
 
-def generic_contract(s: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
+def generic_contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
     """``counit (zip_with mul a b)``, materialising the ``m x n x k`` products."""
     pa, pb = broadcast_pair(a.unsqueeze(-1), b.unsqueeze(-3))  # (..., m, n, k)
     return s.counit(s.zip_with(ring.mul, pa, pb, -2), -2, ring)
 
 
-def generic_affine(s: Structure, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
+def generic_affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
     """``counit (zip_with mul x w)`` for each row ``w`` of the weight, plus the bias."""
     y = generic_contract(s, x.unsqueeze(-2), weight.transpose(-1, -2), ring).squeeze(-2)
     return y if bias is None else ring.add(y, bias)
 
 
-def generic_mass(s: Structure, like: Tensor) -> Tensor:
+def generic_mass(s: Contract, like: Tensor) -> Tensor:
     """``counit (pure 1)``."""
     return s.counit(s.pure(like.new_ones(like.shape[:-1]), -1), -1, REAL)
 
 
-def generic_softmax(s: Structure, x: Tensor, dim: int) -> Tensor:
+def generic_softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
     """``e / counit e`` with ``e = fmap exp (x - pure m)``, ``m`` the largest stored value (for stability)."""
     e = s.fmap(torch.exp, x - s.pure(x.amax(dim).detach(), dim), dim)
     return e / s.counit(e, dim, REAL).unsqueeze(dim)
 
 
-def generic_layer_norm(s: Structure, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+def generic_layer_norm(s: Contract, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """``μ = counit x / counit (pure 1)``, ``σ² = counit ((x - μ)²) / counit (pure 1)``, then scale and shift."""
     m = generic_mass(s, x)
     centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)

@@ -15,7 +15,6 @@ the batch and the structure's own axis.
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
@@ -25,12 +24,12 @@ import torch.utils._pytree as pytree
 from torch import Tensor
 
 from . import _kernels as k
+from ._contract import Basis as Basis
+from ._contract import Pointwise as Pointwise
+from ._contract import Pointwise2 as Pointwise2
 from ._errors import StructureError
 from ._ring import Ring
 from ._tensor import broadcast_batch, unflatten
-
-Pointwise = Callable[[Tensor], Tensor]
-Pointwise2 = Callable[[Tensor, Tensor], Tensor]
 
 
 @runtime_checkable
@@ -61,29 +60,6 @@ class Counit(Protocol):
     def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
         """Collapse axis ``dim`` of ``x`` (removing it)."""
         ...
-
-
-class Basis(abc.ABC):
-    """A stored basis other than the positions: the linear maps between stored values and positions.
-
-    ``positions(x, dim, points)`` gives the values at ``points`` positions (the
-    structure's own ``size``, or more: an oversampled grid); ``stored(v, dim)``
-    maps values at any number ``>= size`` of positions back, truncating.
-    Products of two stored values are exact on :attr:`grid` positions.
-    """
-
-    @property
-    @abc.abstractmethod
-    def grid(self) -> int:
-        """Positions on which the product of two stored values is exact."""
-
-    @abc.abstractmethod
-    def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
-        """Stored values along ``dim`` -> values at ``points`` positions."""
-
-    @abc.abstractmethod
-    def stored(self, v: Tensor, dim: int) -> Tensor:
-        """Values at positions along ``dim`` -> the stored values (truncated to the structure's size)."""
 
 
 class Structure:

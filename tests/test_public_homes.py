@@ -36,3 +36,10 @@ def test_field_to_moves_dtype_and_keeps_structures() -> None:
     assert x.to(device="cpu").structures[0] is d
     v = Field(torch.randn(3), (Vector(3),)).to(dtype=torch.float64)
     assert v.dtype == torch.float64
+
+
+def test_kernels_and_structure_do_not_import_each_other() -> None:
+    kernels = (ROOT / "applicative" / "_kernels.py").read_text()
+    assert "_structure" not in kernels and "from ._contract import" in kernels
+    structure = (ROOT / "applicative" / "_structure.py").read_text()
+    assert "from . import _kernels" in structure
