@@ -36,11 +36,12 @@ from examples.training import (
     run_cli,
     setup,
 )
-from examples.training.cli import out_dir, threads, writable_dir
+from examples.training.cli import default_threads, out_dir, threads, writable_dir
 from examples.training.speed import check_amp
 
 from . import data, generalise, plot, train
 from .config import PRESETS, Config
+from .model import PoissonModel
 
 
 def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
@@ -51,7 +52,7 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=out_dir, default=Path("runs/poisson"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: the cores the load average leaves free, at most 2 for this small model)")
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
@@ -76,6 +77,10 @@ def run(argv: list[str] | None) -> int:
     check_amp(a.amp, device)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
+    elif device.type == "cpu":
+        n, why = default_threads(sum(p.numel() for p in PoissonModel(config).parameters()))
+        torch.set_num_threads(1 if ranks.world > 1 else n)
+        print(why if ranks.world == 1 else "threads: 1 per process (torchrun)")
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         check_resume(a.out, describe(config))

@@ -100,7 +100,7 @@ SERIES = {"loss": "training loss", "held_out_rel_l2": "held-out relative L² err
 def curves(history: list[dict[str, float]], path: Path) -> dict[str, list[float]]:
     """Write the training curves to ``path`` (PNG): the loss and the held-out relative L² error against the step.
 
-    ``history``: the run's records, ``{"step": 250.0, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}``, in order.
+    ``history``: the run's records, ``{"step": 250, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}``, in order.
     Log-scale y. Returns the series as plotted, read back from the lines: ``"step"``, ``"loss"`` and
     ``"held_out_rel_l2"``.
     """
