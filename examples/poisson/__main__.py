@@ -52,7 +52,12 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=out_dir, default=Path("runs/poisson"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: the cores the load average leaves free, at most 2 for this small model)")
+    p.add_argument(
+        "--threads",
+        type=threads,
+        default=None,
+        help="torch CPU threads (default: the free cores by load average, at most 2 for a small model)",
+    )
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
