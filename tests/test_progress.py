@@ -10,7 +10,7 @@ import torch
 
 from examples.poisson import data, train
 from examples.poisson.config import PRESETS
-from examples.training.loop import Lines, fit, progress_bar
+from training.loop import Lines, fit, progress_bar
 
 
 class _Tty(io.StringIO):
@@ -63,7 +63,7 @@ def test_a_fit_logged_to_a_file_and_its_history_steps(tmp_path: Path) -> None:
 
 
 def test_threads_follow_the_free_cores_and_the_model_size() -> None:
-    from examples.training.cli import SMALL_MODEL, default_threads
+    from training.cli import SMALL_MODEL, default_threads
 
     # an independent statement of the policy: free cores (rounded), at least one, at most two for a small model
     for cores in (1, 2, 4, 16):

@@ -1,4 +1,4 @@
-"""One training loop for every example: validated configs, safe atomic checkpoints, resume, signals.
+"""The training layer every program builds on: validated configs, safe atomic checkpoints, resume, signals.
 
 * :mod:`.config` -- a frozen dataclass config, parsed from ``FIELD=VALUE`` strings and validated
   field by field (types, ranges, literal choices) before any work;
@@ -17,8 +17,8 @@
 Every user error is a :class:`UserError`: one line at the command line, never a traceback.
 """
 
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .cli import Parser, run_cli
+from .checkpoint import CheckpointError, load_checkpoint, load_model, run_path, save_checkpoint
+from .cli import Parser, default_threads, run_cli
 from .config import ConfigError, at_least, between, describe, override, validate
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
@@ -44,13 +44,16 @@ __all__ = [
     "between",
     "check_batch",
     "check_resume",
+    "default_threads",
     "describe",
     "device_of",
     "fit",
     "fit_config",
     "load_checkpoint",
+    "load_model",
     "override",
     "run_cli",
+    "run_path",
     "save_checkpoint",
     "setup",
     "teardown",
