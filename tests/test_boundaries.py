@@ -37,8 +37,8 @@ from applicative import StructureError
 from examples import lm, poisson
 from examples.poisson import data, train
 from examples.poisson.config import PRESETS
-from training import CheckpointError, load_checkpoint
 from instances import Distribution
+from training import CheckpointError, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = "run"  # every case's --out, relative to its temporary working directory

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from instances.chebyshev import evaluate, evaluate_2d
 from training import Parser, RunDir, check_resume, describe, override, run_cli
 from training.cli import out_dir, threads
-from instances.chebyshev import evaluate, evaluate_2d
 
 from . import baselines, data, train
 from .config import PRESETS, TASKS, Config, TaskKind

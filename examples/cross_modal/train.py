@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from instances.chebyshev import evaluate, evaluate_2d, metric
 from training import Trained, fit_config
 from training.checkpoint import restore_training_state, training_state
-from instances.chebyshev import evaluate, evaluate_2d, metric
 
 from .config import Config, TaskKind
 from .data import DENSE, ZOOMS, HeldOut, grid, sample_images, sample_points, series

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from training import Parser, RunDir, check_resume, describe, override, run_cli
+from training import Parser, RunDir, check_resume, describe, device_of, override, run_cli
 from training.cli import out_dir, threads
 
 from . import data, train
@@ -38,6 +38,7 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/darcy-FAMILY)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
@@ -52,6 +53,7 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
 
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
+    device = device_of(a.device)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     with RunDir(a.out):
@@ -60,11 +62,12 @@ def run(argv: list[str] | None) -> int:
         splits = data.splits(config.family, config.n_train, config.n_test, config.points, config.seed, config.refine)
         print(f"config: {config}")
         print(f"data: {len(splits.train)} train, {len(splits.test)} held-out ({time.perf_counter() - t0:.1f}s)")
-        trained, task = train.train(config, splits, a.out, progress=not a.no_progress)
+        trained, task = train.train(config, splits, a.out, device, progress=not a.no_progress)
         errs = task.errors()
         params = sum(p.numel() for p in trained.model.parameters())
         report = {
             "config": describe(config),
+            "device": str(device),
             "torch": torch.__version__,
             "parameters": params,
             "train_seconds": trained.elapsed,

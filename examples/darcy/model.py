@@ -59,11 +59,11 @@ from applicative import (
     ScaledSoftmax,
     add,
 )
-from training.checkpoint import load_model, run_path
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig
 from models.transformer import EncoderLayer
+from training.checkpoint import load_model, run_path
 
 from . import grid
 from .config import Config, Normalisation

@@ -29,7 +29,7 @@ from training import (
     run_cli,
     setup,
 )
-from training.cli import bounded, out_dir
+from training.cli import bounded, out_dir, threads
 
 from . import data, train
 from .config import PRESETS, Config
@@ -46,6 +46,7 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     p.add_argument("--steps", help="shorthand for --config steps=N")
     p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/lm-MODEL)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--sample", type=bounded(0, 10**6), default=400, help="characters of generated text to write")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
@@ -61,6 +62,8 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
     ranks, device = setup(device_of(a.device))
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
     check_batch(config.batch, ranks)
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         check_resume(a.out, describe(config))

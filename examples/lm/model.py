@@ -34,8 +34,8 @@ from applicative import (
     add,
     mul_mmt,
 )
-from training.checkpoint import load_model, run_path
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
+from training.checkpoint import load_model, run_path
 
 from .config import Config, ModelKind
 

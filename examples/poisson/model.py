@@ -20,10 +20,10 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
-from training.checkpoint import load_model, run_path
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled
+from training.checkpoint import load_model, run_path
 
 from .config import Config
 from .data import l2_norm_sq, pad

@@ -38,10 +38,10 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, Linear
-from training import CheckpointError
-from training.checkpoint import load_model, run_path
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
+from training import CheckpointError
+from training.checkpoint import load_model, run_path
 
 from .config import MODELS, Config, ModelKind
 from .data import VOCAB, Expr, flat_batch, tree_batch

@@ -18,9 +18,9 @@ from torch import Tensor, nn
 from torch import distributions as td
 
 from applicative import counit
+from instances import quadrature
 from training import Trained, describe, fit
 from training.checkpoint import restore_training_state, training_state
-from instances import quadrature
 
 from . import data
 from .config import Config
