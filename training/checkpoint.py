@@ -273,6 +273,25 @@ def restore_training_state(
     sampler.set_state(state["sampler"])
 
 
+class TrainingState:
+    """A task's ``state_dict`` / ``load_state_dict`` from its ``model``, ``optimiser``, ``schedule`` and ``sampler``.
+
+    Subclass it (``class MyTask(TrainingState)``) and set the four attributes in ``__init__``: the loop's
+    checkpoints then hold them as tensors and plain data, and a resume checks that each part fits.
+    """
+
+    model: nn.Module
+    optimiser: torch.optim.Optimizer
+    schedule: Stateful
+    sampler: torch.Generator
+
+    def state_dict(self) -> dict[str, Any]:
+        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
+
+
 def _check_optimiser(optimiser: torch.optim.Optimizer, state: Any) -> None:
     """The optimiser's groups (options and parameter lists) and per-parameter state (moments shaped like them)."""
     where, template = "task.optimiser", optimiser.state_dict()

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from training import Trained, fit_config
-from training.checkpoint import restore_training_state, training_state
+from training.checkpoint import TrainingState
 from training.loop import Progress
 
 from . import data
@@ -42,7 +41,7 @@ def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
     return torch.cat([model.on_grid(model(log_a[i : i + chunk])).double().cpu() for i in range(0, len(log_a), chunk)])
 
 
-class DarcyTask:
+class DarcyTask(TrainingState):
     """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
 
     def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
@@ -77,12 +76,6 @@ class DarcyTask:
 
     def evaluate(self) -> dict[str, float]:
         return {"held_out_rel_l2": float(self.errors().mean())}
-
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def train(

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
-from training.checkpoint import restore_training_state, training_state
+from training.checkpoint import TrainingState
 from training.loop import Progress
 from training.speed import autocast, check_amp, compiled
 
@@ -46,7 +45,7 @@ def errors(model: PoissonModel, d: data.PoissonData, device: torch.device) -> Te
     return data.relative_l2(predict(model, d.f.to(device)), d.g)
 
 
-class PoissonTask:
+class PoissonTask(TrainingState):
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
 
     def __init__(
@@ -96,12 +95,6 @@ class PoissonTask:
 
     def evaluate(self) -> dict[str, float]:
         return {"held_out_rel_l2": float(errors(self.model, self.splits.test, self.device).mean())}
-
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def build(

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
-from training.checkpoint import restore_training_state, training_state
+from training.checkpoint import TrainingState
 from training.loop import Progress
 
 from .config import Config, ModelKind
@@ -68,7 +68,7 @@ def rate(steps: int) -> Callable[[int], float]:
     return f
 
 
-class ListOpsTask:
+class ListOpsTask(TrainingState):
     """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
 
     def __init__(
@@ -100,12 +100,6 @@ class ListOpsTask:
 
     def evaluate(self) -> dict[str, float]:
         return {"test_accuracy": accuracy(self.model, self.splits.test)}
-
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
         # the rate at the step reached, on this run's schedule: what was saved unless --steps grew (then the
         # cosine of the new total takes over at once)
         f = rate(self.config.steps)

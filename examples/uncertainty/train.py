@@ -11,7 +11,6 @@ conditional mean.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -20,7 +19,7 @@ from torch import distributions as td
 from applicative import counit
 from instances import quadrature
 from training import Trained, describe, fit
-from training.checkpoint import restore_training_state, training_state
+from training.checkpoint import TrainingState
 
 from . import data
 from .config import Config
@@ -43,7 +42,7 @@ def metrics(model: nn.Module, split: data.Split, points: int, chunk: int = 2048)
     return {"nll": nll / n, "coverage50": in50 / n, "coverage90": in90 / n, "mean_rmse": math.sqrt(sq / n)}
 
 
-class RegressionTask:
+class RegressionTask(TrainingState):
     """One seeded run of one model: Adam, the schedule, the batch sampler, the test split."""
 
     def __init__(self, model: nn.Module, config: Config, train: data.Split, test: data.Split) -> None:
@@ -71,12 +70,6 @@ class RegressionTask:
             return metrics(self.model, self.test, self.config.points)
         finally:
             self.model.train()
-
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def train(
