@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"neuraloperator is not installed ({e}); install the bench extra: pip install -e '.[bench]'")
         print("result: darcy_funcformer_over_fno nan (target <= 0.8)")
         return 2
-    from examples.training import override
+    from training import override
 
     torch.set_num_threads(a.threads)
     cfg = override(PRESETS[a.preset], a.config)

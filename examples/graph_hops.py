@@ -30,8 +30,8 @@ from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Vector
-from examples.training import Parser, run_cli
-from examples.training.cli import bounded, seed, threads
+from training import Parser, run_cli
+from training.cli import bounded, seed, threads
 from instances import EdgeSoftmax, Graph
 from models import encoder
 
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def experiment(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Generate, train each model and report; a bad option is a :class:`~examples.training.UserError`."""
+    """Generate, train each model and report; a bad option is a :class:`~training.UserError`."""
     p = Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=bounded(1, 10**7), default=1500)
     p.add_argument("--models", default="ours,transformerconv,gatconv,ours-1")

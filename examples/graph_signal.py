@@ -27,8 +27,8 @@ from torch import Tensor
 
 from applicative import Field, Structure, Vector, counit, pointwise2
 from applicative.laws import run_laws
-from examples.training import Parser, run_cli
-from examples.training.cli import bounded
+from training import Parser, run_cli
+from training.cli import bounded
 from models import encoder
 
 

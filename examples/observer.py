@@ -35,7 +35,7 @@ from numpy.polynomial import chebyshev as npcheb
 from tqdm import tqdm
 
 from applicative import Field, Vector, add, dot, scale
-from examples.training import Parser, run_cli
+from training import Parser, run_cli
 from instances import Chebyshev
 from models import RNNCell, scan
 

@@ -25,9 +25,9 @@ import torch
 from torch import Tensor
 
 from applicative import REAL, Field, MultiHeadAttention, Vector, counit, mul
-from examples.training import Parser, run_cli
-from examples.training.cli import bounded, seed
-from examples.training.errors import UserError
+from training import Parser, run_cli
+from training.cli import bounded, seed
+from training.errors import UserError
 from instances import COMPLEX, Quantum, RealPartSoftmax
 
 PROG = "python -m examples.quantum"

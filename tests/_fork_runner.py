@@ -23,7 +23,7 @@ import traceback
 
 #: the longest one case may take: each fails while checking its arguments, in well under a second
 CASE_SECONDS = 60
-PRELOAD = ("torch", "numpy", "scipy.sparse.csgraph", "tqdm", "applicative", "instances", "models", "examples.training")
+PRELOAD = ("torch", "numpy", "scipy.sparse.csgraph", "tqdm", "applicative", "instances", "models", "training")
 
 
 def child(case: dict[str, object]) -> None:

@@ -37,7 +37,7 @@ from applicative import StructureError
 from examples import lm, poisson
 from examples.poisson import data, train
 from examples.poisson.config import PRESETS
-from examples.training import CheckpointError, load_checkpoint
+from training import CheckpointError, load_checkpoint
 from instances import Distribution
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import torch
 
 from applicative import Field
 from examples.circuits.__main__ import experiment, main
-from examples.training import UserError
+from training import UserError
 from examples.circuits.data import EXACT, OPS, dag_batch, generate, tree_batch, tree_size
 from instances import by_op
 

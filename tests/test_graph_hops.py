@@ -11,7 +11,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from examples.graph_hops import batch, experiment, main, sample
-from examples.training import UserError
+from training import UserError
 
 
 def test_labels_are_a_marked_node_within_two_hops() -> None:

@@ -19,9 +19,9 @@ import pytest
 import torch
 
 from examples import tree_listops
-from examples.training import CheckpointError, Interrupted, RunDir
-from examples.training.config import CONVENTIONS
-from examples.training.loop import Progress
+from training import CheckpointError, Interrupted, RunDir
+from training.config import CONVENTIONS
+from training.loop import Progress
 from examples.tree_listops import data, train
 from examples.tree_listops.__main__ import main
 from examples.tree_listops.config import PRESETS

@@ -27,9 +27,9 @@ from examples.poisson import data, plot, train
 from examples.poisson.__main__ import main
 from examples.poisson.config import PRESETS
 from examples.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
-from examples.training import ConfigError
-from examples.training.config import CONVENTIONS
-from examples.training.loop import Progress
+from training import ConfigError
+from training.config import CONVENTIONS
+from training.loop import Progress
 
 
 def _grid(s: PoissonSolver) -> tuple[torch.Tensor, torch.Tensor]:

@@ -26,9 +26,9 @@ from examples.poisson.__main__ import main
 from examples.poisson.config import PRESETS
 from examples.poisson.model import PoissonModel
 from examples.poisson.solver import PoissonSolver
-from examples.training import ConfigError, Diverged, RunDir, load_checkpoint
-from examples.training.config import CONVENTIONS
-from examples.training.loop import Progress
+from training import ConfigError, Diverged, RunDir, load_checkpoint
+from training.config import CONVENTIONS
+from training.loop import Progress
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress"]

@@ -38,8 +38,8 @@ from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Linear
-from examples.training import Parser, run_cli
-from examples.training.cli import bounded, learning_rate, output_file, seed, threads
+from training import Parser, run_cli
+from training.cli import bounded, learning_rate, output_file, seed, threads
 from instances import DAG, Expressions, Vector
 from models import DAGFold, TreeFold
 
@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def experiment(argv: Sequence[str] | None = None) -> list[Result]:
-    """Generate, train each model and report; a bad option is a :class:`~examples.training.UserError`."""
+    """Generate, train each model and report; a bad option is a :class:`~training.UserError`."""
     p = Parser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=bounded(1, 10**7), default=3000)
     p.add_argument("--batch", type=bounded(1, 2**16), default=128)

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from examples.training import Parser, RunDir, check_resume, describe, override, run_cli
-from examples.training.cli import out_dir, threads
+from training import Parser, RunDir, check_resume, describe, override, run_cli
+from training.cli import out_dir, threads
 from instances.chebyshev import evaluate, evaluate_2d
 
 from . import baselines, data, train

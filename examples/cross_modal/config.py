@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from examples.training import at_least, validate
+from training import at_least, validate
 
 #: the two tasks: scattered samples -> a function, a low-resolution image -> a function of two variables
 TaskKind = Literal["points", "grid"]

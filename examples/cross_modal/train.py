@@ -1,4 +1,4 @@
-"""Training a cross-modal model: a :class:`~examples.training.Task` for the shared loop.
+"""Training a cross-modal model: a :class:`~training.Task` for the shared loop.
 
 Every step draws a fresh batch of random functions (:mod:`.data`), so the model never sees a function
 twice and the held-out set is simply another seed. The loss is the squared L² error of the predicted
@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import Trained, fit_config
-from examples.training.checkpoint import restore_training_state, training_state
+from training import Trained, fit_config
+from training.checkpoint import restore_training_state, training_state
 from instances.chebyshev import evaluate, evaluate_2d, metric
 
 from .config import Config, TaskKind

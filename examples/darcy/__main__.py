@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from examples.training import Parser, RunDir, check_resume, describe, override, run_cli
-from examples.training.cli import out_dir, threads
+from training import Parser, RunDir, check_resume, describe, override, run_cli
+from training.cli import out_dir, threads
 
 from . import data, train
 from .config import PRESETS, Config

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from examples.training import at_least, validate
+from training import at_least, validate
 
 from .data import Family
 

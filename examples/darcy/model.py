@@ -59,7 +59,7 @@ from applicative import (
     ScaledSoftmax,
     add,
 )
-from examples.training.checkpoint import load_model, run_path
+from training.checkpoint import load_model, run_path
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig

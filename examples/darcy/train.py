@@ -1,9 +1,9 @@
-"""Training the Darcy Funcformer: a :class:`~examples.training.Task` for the shared loop.
+"""Training the Darcy Funcformer: a :class:`~training.Task` for the shared loop.
 
 The loss is the mean squared relative L² error of ``u`` on the ``points x points`` grid (the predicted
 series evaluated at the nodes, against the finite-difference solution); evaluation reports the mean
 relative L² error (not squared) on the held-out set. Checkpoints, resumption, signals and divergence
-are the shared loop's (:func:`examples.training.fit`).
+are the shared loop's (:func:`training.fit`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import Trained, fit_config
-from examples.training.checkpoint import restore_training_state, training_state
-from examples.training.loop import Progress
+from training import Trained, fit_config
+from training.checkpoint import restore_training_state, training_state
+from training.loop import Progress
 
 from . import data
 from .config import Config

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from examples.training import (
+from training import (
     Parser,
     RunDir,
     check_batch,
@@ -29,7 +29,7 @@ from examples.training import (
     run_cli,
     setup,
 )
-from examples.training.cli import bounded, out_dir
+from training.cli import bounded, out_dir
 
 from . import data, train
 from .config import PRESETS, Config

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from examples.training import at_least, validate
+from training import at_least, validate
 
 ModelKind = Literal["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
 

@@ -34,7 +34,7 @@ from applicative import (
     add,
     mul_mmt,
 )
-from examples.training.checkpoint import load_model, run_path
+from training.checkpoint import load_model, run_path
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
 
 from .config import Config, ModelKind

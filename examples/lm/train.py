@@ -1,4 +1,4 @@
-"""Training a character-level model: a :class:`~examples.training.Task` for the shared loop.
+"""Training a character-level model: a :class:`~training.Task` for the shared loop.
 
 AdamW (weight decay 0.1 on matrices), linear warm-up then cosine decay, gradient norm clipped; each
 step a batch of random windows of the training text (a seeded sampler). Evaluation: validation
@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, fit_config
-from examples.training.checkpoint import restore_training_state, training_state
-from examples.training.loop import Progress
+from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training.checkpoint import restore_training_state, training_state
+from training.loop import Progress
 
 from .config import Config
 from .data import Corpus, windows

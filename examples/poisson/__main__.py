@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from examples.training import (
+from training import (
     Parser,
     RunDir,
     check_batch,
@@ -36,8 +36,8 @@ from examples.training import (
     run_cli,
     setup,
 )
-from examples.training.cli import out_dir, threads, writable_dir
-from examples.training.speed import check_amp
+from training.cli import out_dir, threads, writable_dir
+from training.speed import check_amp
 
 from . import data, generalise, plot, train
 from .config import PRESETS, Config

@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from examples.training import CheckpointError, UserError
-from examples.training.checkpoint import read, save_checkpoint
+from training import CheckpointError, UserError
+from training.checkpoint import read, save_checkpoint
 
 from .solver import PoissonSolver
 
@@ -178,8 +178,8 @@ DEGREE = 48
 def read_cache(path: Path, counts: dict[str, int], n: int) -> Splits:
     """The splits cached in ``path``, checked (split names, tensor shapes and dtypes, finite values).
 
-    Read like a checkpoint (:func:`examples.training.checkpoint.read`: tensors only, a planted file runs
-    nothing); anything else is a :class:`~examples.training.CheckpointError` naming the file.
+    Read like a checkpoint (:func:`training.checkpoint.read`: tensors only, a planted file runs
+    nothing); anything else is a :class:`~training.CheckpointError` naming the file.
     """
     fix = "delete it (it is regenerated), or pass another --cache"
     blob = read(path, "data cache", fix)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from examples.training import Parser, run_cli
+from training import Parser, run_cli
 
 from . import data, families
 from .model import PoissonModel, load

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
-from examples.training.checkpoint import load_model, run_path
+from training.checkpoint import load_model, run_path
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled

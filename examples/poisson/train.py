@@ -1,9 +1,9 @@
-"""Training the Funcformer on Poisson data: a :class:`~examples.training.Task` for the shared loop.
+"""Training the Funcformer on Poisson data: a :class:`~training.Task` for the shared loop.
 
 The loss is the mean squared *relative* L² error of the predicted solution as a function,
 ``‖g_pred - g‖² / ‖g‖²`` with ``‖c‖² = tr(cᵀ W c W)`` on the leading ``modes x modes`` coefficients;
 evaluation measures the error against the exact solution's full series (:func:`data.relative_l2`).
-Checkpoints, resumption, signals and divergence are the shared loop's (:func:`examples.training.fit`).
+Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
 A run extended past its first ``steps`` keeps the one-cycle schedule's final learning rate.
 """
 
@@ -17,10 +17,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, fit_config
-from examples.training.checkpoint import restore_training_state, training_state
-from examples.training.loop import Progress
-from examples.training.speed import autocast, check_amp, compiled
+from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training.checkpoint import restore_training_state, training_state
+from training.loop import Progress
+from training.speed import autocast, check_amp, compiled
 
 from . import data
 from .config import Config
@@ -133,7 +133,7 @@ def train(
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
-    :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
+    :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, splits, torch.device(device), ranks, compile=compile, amp=amp)
     run = fit_config(

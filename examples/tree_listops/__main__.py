@@ -1,7 +1,7 @@
 """``python -m examples.tree_listops``: Treeformer vs Vector Transformer (equal parameter count) vs a fold.
 
 Trains each model named by ``--models`` (``tree-mean``, ``tree-sum``, ``vector``, ``fold``; see
-:mod:`examples.tree_listops.model`) in turn with the shared loop (:func:`examples.training.fit`) and
+:mod:`examples.tree_listops.model`) in turn with the shared loop (:func:`training.fit`) and
 prints its train and test accuracy, the test accuracy by nesting depth, and the accuracy on a split
 nested deeper than any training expression (``--deep N --deepest D``: ``N`` expressions nesting
 ``4 .. D`` levels; ``--deep 0`` skips it). Writes ``OUT/report.json`` (results, histories, device, torch) and a
@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from examples.training import (
+from training import (
     Parser,
     RunDir,
     UserError,
@@ -45,7 +45,7 @@ from examples.training import (
     run_cli,
     setup,
 )
-from examples.training.cli import out_dir, threads
+from training.cli import out_dir, threads
 
 from . import data, train
 from .config import MODELS, PRESETS, Config, ModelKind

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from examples.training import between, validate
+from training import between, validate
 
 from .data import DEPTH
 

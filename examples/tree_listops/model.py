@@ -38,8 +38,8 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Field, Linear
-from examples.training import CheckpointError
-from examples.training.checkpoint import load_model, run_path
+from training import CheckpointError
+from training.checkpoint import load_model, run_path
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
 

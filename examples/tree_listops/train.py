@@ -1,9 +1,9 @@
-"""Training one ListOps classifier: a :class:`~examples.training.Task` for the shared loop.
+"""Training one ListOps classifier: a :class:`~training.Task` for the shared loop.
 
 AdamW (weight decay 0.01) on the cross-entropy of the root's digit, gradient norm clipped to 1, a
 linear warm-up over ``steps // 20`` steps then a cosine decay to zero at ``steps``; batches are drawn
 with replacement by a seeded generator. Evaluation is the test accuracy. Checkpoints, resumption,
-signals and divergence are the shared loop's (:func:`examples.training.fit`).
+signals and divergence are the shared loop's (:func:`training.fit`).
 
 A run extended past its first ``steps`` (a larger ``--steps``) follows the cosine of the new total from
 where it stands (a warm restart: the rate rises from zero to the new schedule's value at that step).
@@ -20,9 +20,9 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from examples.training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
-from examples.training.checkpoint import restore_training_state, training_state
-from examples.training.loop import Progress
+from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
+from training.checkpoint import restore_training_state, training_state
+from training.loop import Progress
 
 from .config import Config, ModelKind
 from .data import Split, Splits, nesting
@@ -138,7 +138,7 @@ def train(
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
-    :class:`examples.training.Interrupted` (a ``KeyboardInterrupt``).
+    :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, kind, splits, torch.device(device), ranks)
     run = fit_config(

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from examples.training import Parser, describe, override, run_cli
-from examples.training.cli import output_file, threads
+from training import Parser, describe, override, run_cli
+from training.cli import output_file, threads
 
 from . import data, train
 from .config import PRESETS, Config

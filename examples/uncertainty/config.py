@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from examples.training import at_least, between, validate
+from training import at_least, between, validate
 
 
 @dataclass(frozen=True)

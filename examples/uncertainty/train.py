@@ -1,6 +1,6 @@
 """Training by negative log-likelihood on the shared loop, and the metrics.
 
-Each model is a :class:`RegressionTask` for :func:`examples.training.fit`: Adam, cosine decay of the
+Each model is a :class:`RegressionTask` for :func:`training.fit`: Adam, cosine decay of the
 learning rate to 10%, mini-batches from a seeded sampler, gradient norm clipped at 1. Metrics on the
 test split: mean NLL (nats), coverage of the central 50% and 90% predictive intervals (the fraction of
 targets whose predictive CDF value lies in ``[0.25, 0.75]`` / ``[0.05, 0.95]``), and the RMSE of the
@@ -18,8 +18,8 @@ from torch import Tensor, nn
 from torch import distributions as td
 
 from applicative import counit
-from examples.training import Trained, describe, fit
-from examples.training.checkpoint import restore_training_state, training_state
+from training import Trained, describe, fit
+from training.checkpoint import restore_training_state, training_state
 from instances import quadrature
 
 from . import data

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from .distributed import device_of
 from .errors import UserError
 
-#: the version of the checkpoint layout :func:`examples.training.fit` writes (``blob["format"]``)
+#: the version of the checkpoint layout :func:`training.fit` writes (``blob["format"]``)
 FORMAT = 1
 FIX = "delete it, or pass another --out"
 M = TypeVar("M", bound=nn.Module)
