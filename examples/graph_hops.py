@@ -30,10 +30,10 @@ from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Vector
-from training import Parser, run_cli
-from training.cli import bounded, seed, threads
 from instances import EdgeSoftmax, Graph
 from models import encoder
+from training import Parser, run_cli
+from training.cli import bounded, seed, threads
 
 PROG = "python -m examples.graph_hops"
 

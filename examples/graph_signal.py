@@ -27,9 +27,9 @@ from torch import Tensor
 
 from applicative import Field, Structure, Vector, counit, pointwise2
 from applicative.laws import run_laws
+from models import encoder
 from training import Parser, run_cli
 from training.cli import bounded
-from models import encoder
 
 
 class Nodes(Structure):

@@ -35,9 +35,9 @@ from numpy.polynomial import chebyshev as npcheb
 from tqdm import tqdm
 
 from applicative import Field, Vector, add, dot, scale
-from training import Parser, run_cli
 from instances import Chebyshev
 from models import RNNCell, scan
+from training import Parser, run_cli
 
 SENSORS = (-0.3, 0.55)
 

@@ -25,10 +25,10 @@ import torch
 from torch import Tensor
 
 from applicative import REAL, Field, MultiHeadAttention, Vector, counit, mul
+from instances import COMPLEX, Quantum, RealPartSoftmax
 from training import Parser, run_cli
 from training.cli import bounded, seed
 from training.errors import UserError
-from instances import COMPLEX, Quantum, RealPartSoftmax
 
 PROG = "python -m examples.quantum"
 #: the most amplitudes (batch x 2^qubits) one run holds: 2^22 x 4 complex128 values = 256 MiB

@@ -30,10 +30,10 @@ from scipy.sparse.csgraph import csgraph_from_dense, shortest_path
 from torch import Tensor
 
 from applicative import Field, Ring, Vector, counit, mul_mm, mul_vm
+from instances import LOG, MAX_PLUS, MIN_PLUS
 from training import Parser, run_cli
 from training.cli import bounded, seed
 from training.errors import UserError
-from instances import LOG, MAX_PLUS, MIN_PLUS
 
 PROG = "python -m examples.semirings"
 

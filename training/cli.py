@@ -78,7 +78,7 @@ def out_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError("empty; name a run directory, e.g. --out runs/mine")
     path = Path(text)
     resolved = path.resolve()
-    repository = Path(__file__).resolve().parents[2]
+    repository = Path(__file__).resolve().parents[1]
     if resolved in (Path.cwd().resolve(), repository, Path(resolved.anchor), Path.home().resolve()):
         raise argparse.ArgumentTypeError(
             f"{text!r} is {_which(resolved, repository)}: a run writes several files and a lock there; "

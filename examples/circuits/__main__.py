@@ -38,10 +38,10 @@ from torch import Tensor, nn
 from torch.nn import functional as nnf
 
 from applicative import Field, Linear
-from training import Parser, run_cli
-from training.cli import bounded, learning_rate, output_file, seed, threads
 from instances import DAG, Expressions, Vector
 from models import DAGFold, TreeFold
+from training import Parser, run_cli
+from training.cli import bounded, learning_rate, output_file, seed, threads
 
 from .data import OPS, Circuit, dag_batch, generate, tree_batch, tree_size
 from .gnn import CircuitGNN

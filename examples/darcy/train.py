@@ -8,20 +8,17 @@ are the shared loop's (:func:`training.fit`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
 from training import Trained, fit_config
-from training.checkpoint import restore_training_state, training_state
-from training.loop import Progress
-
-from . import data
-from .config import Config
-from .model import DarcyModel
+from training.loop import FitOptions, Optimised
+from training.tasks.darcy import data
+from training.tasks.darcy.config import Config
+from training.tasks.darcy.model import SPEC, DarcyModel
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
@@ -42,7 +39,7 @@ def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
     return torch.cat([model.on_grid(model(log_a[i : i + chunk])).double().cpu() for i in range(0, len(log_a), chunk)])
 
 
-class DarcyTask:
+class DarcyTask(Optimised):
     """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
 
     def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
@@ -78,11 +75,6 @@ class DarcyTask:
     def evaluate(self) -> dict[str, float]:
         return {"held_out_rel_l2": float(self.errors().mean())}
 
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def train(
@@ -90,20 +82,10 @@ def train(
     splits: data.Splits,
     out: Path | None,
     device: torch.device | str = "cpu",
-    *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
+    **options: Unpack[FitOptions],
 ) -> tuple[Trained[DarcyModel], DarcyTask]:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
     task = DarcyTask(config, splits, torch.device(device))
-    run = fit_config(
-        task,
-        config,
-        out,
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
-    )
+    fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run), task

@@ -21,37 +21,30 @@ import contextlib
 import json
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from training import (
-    Parser,
     RunDir,
     check_batch,
     check_resume,
     describe,
     device_of,
-    override,
+    options,
     run_cli,
     setup,
 )
-from training.cli import out_dir, threads, writable_dir
+from training.cli import writable_dir
 from training.speed import check_amp
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS, Config
 
-from . import data, generalise, plot, train
-from .config import PRESETS, Config
+from . import generalise, plot, train
 
 
 def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--config`` and ``--steps`` overrides, validated) and the other options."""
-    p = Parser(prog="python -m examples.poisson", description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
-    p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=out_dir, default=Path("runs/poisson"))
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
+    p = options.program("python -m examples.poisson", __doc__.split("\n")[0], PRESETS, out="runs/poisson")
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
@@ -59,10 +52,7 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
         help="torch.compile the model (equal up to float rounding; pays on a GPU, not on a small CPU run)",
     )
     p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA only)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    items = list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"])
-    return override(PRESETS[a.preset], items), a
+    return options.config_of(p, argv, Config)
 
 
 def summary(errs: torch.Tensor) -> dict[str, float]:
@@ -87,7 +77,8 @@ def run(argv: list[str] | None) -> int:
             f"({time.perf_counter() - t0:.1f}s)"
         )
         trained = train.train(
-            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp
+            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp,
+            threads=a.threads,
         )
         if not ranks.main:
             ranks.barrier()  # leave the group together with rank 0, once it has written its report

@@ -14,19 +14,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
-from training.checkpoint import restore_training_state, training_state
-from training.loop import Progress
-
-from .config import Config, ModelKind
-from .data import Split, Splits, nesting
-from .model import CHECKPOINT, ListOpsModel
+from training.loop import FitOptions, Optimised
+from training.tasks.tree_listops.config import Config, ModelKind
+from training.tasks.tree_listops.data import Split, Splits, nesting
+from training.tasks.tree_listops.model import CHECKPOINT, SPEC, ListOpsModel
 
 __all__ = [
     "CHECKPOINT",
@@ -68,7 +66,7 @@ def rate(steps: int) -> Callable[[int], float]:
     return f
 
 
-class ListOpsTask:
+class ListOpsTask(Optimised):
     """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
 
     def __init__(
@@ -101,11 +99,8 @@ class ListOpsTask:
     def evaluate(self) -> dict[str, float]:
         return {"test_accuracy": accuracy(self.model, self.splits.test)}
 
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
+        super().load_state_dict(state)
         # the rate at the step reached, on this run's schedule: what was saved unless --steps grew (then the
         # cosine of the new total takes over at once)
         f = rate(self.config.steps)
@@ -129,27 +124,13 @@ def train(
     splits: Splits,
     out: Path | None,
     device: torch.device | str = "cpu",
-    *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
-    ranks: Ranks = SINGLE,
+    **options: Unpack[FitOptions],
 ) -> Trained[ListOpsModel]:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, kind, splits, torch.device(device), ranks)
-    run = fit_config(
-        task,
-        config,
-        out,
-        extra={"model": kind},
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --lr",
-        ranks=ranks,
-    )
+    task = build(config, kind, splits, torch.device(device), options.get("ranks", SINGLE))
+    run = fit_config(task, config, out, extra={"model": kind}, meta=SPEC.meta(), fix="try a smaller --lr", **options)
     return Trained.of(task.model, run)

@@ -11,16 +11,16 @@ conditional mean.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 from torch import distributions as td
 
 from applicative import counit
-from training import Trained, describe, fit
-from training.checkpoint import restore_training_state, training_state
 from instances import quadrature
+from training import Trained, describe, fit
+from training.loop import FitOptions, Optimised
 
 from . import data
 from .config import Config
@@ -43,7 +43,7 @@ def metrics(model: nn.Module, split: data.Split, points: int, chunk: int = 2048)
     return {"nll": nll / n, "coverage50": in50 / n, "coverage90": in90 / n, "mean_rmse": math.sqrt(sq / n)}
 
 
-class RegressionTask:
+class RegressionTask(Optimised):
     """One seeded run of one model: Adam, the schedule, the batch sampler, the test split."""
 
     def __init__(self, model: nn.Module, config: Config, train: data.Split, test: data.Split) -> None:
@@ -72,15 +72,10 @@ class RegressionTask:
         finally:
             self.model.train()
 
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def train(
-    name: str, model: nn.Module, config: Config, train: data.Split, test: data.Split, *, progress: bool = True
+    name: str, model: nn.Module, config: Config, train: data.Split, test: data.Split, **options: Unpack[FitOptions]
 ) -> Trained[nn.Module]:
     """Train ``model`` to ``config.steps`` (no checkpoints: a run is a few minutes at most)."""
     task = RegressionTask(model, config, train, test)
@@ -91,7 +86,7 @@ def train(
         out=None,
         eval_every=config.eval_every,
         checkpoint_every=config.steps,
-        progress=progress,
         fix="try a smaller --config lr=",
+        **options,
     )
     return Trained.of(model, run)
