@@ -40,7 +40,7 @@ from .loop import (
     fit,
     fit_config,
 )
-from .registry import TaskSpec, load, register, tasks
+from .registry import TaskSpec, load, register, task_names
 from .rundir import RunDir, RunDirError
 from .threads import default_threads
 
@@ -79,7 +79,7 @@ __all__ = [
     "run_cli",
     "save_checkpoint",
     "setup",
-    "tasks",
+    "task_names",
     "teardown",
     "validate",
 ]

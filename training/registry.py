@@ -73,7 +73,7 @@ def register(spec: TaskSpec[Any]) -> None:
     _registered[spec.name] = spec
 
 
-def tasks() -> list[str]:
+def task_names() -> list[str]:
     """The names :func:`load` knows."""
     return [*BUILT_IN, *_registered]
 
@@ -83,7 +83,7 @@ def spec_of(name: str) -> TaskSpec[Any]:
     if name in _registered:
         return _registered[name]
     if name not in BUILT_IN:
-        raise CheckpointError(f"load: no task called {name!r}; known tasks: {', '.join(tasks())}")
+        raise CheckpointError(f"load: no task called {name!r}; known tasks: {', '.join(task_names())}")
     spec = importlib.import_module(BUILT_IN[name]).SPEC
     assert isinstance(spec, TaskSpec) and spec.name == name
     return spec
@@ -138,7 +138,7 @@ def load(
         if expected is None:
             raise CheckpointError(
                 f"{path}: does not record its task (an older checkpoint); name it: "
-                f"load({str(root)!r}, task=...) with one of {', '.join(tasks())}"
+                f"load({str(root)!r}, task=...) with one of {', '.join(task_names())}"
             )
         spec = expected
     else:
