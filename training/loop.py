@@ -27,12 +27,12 @@ from typing import Any, Generic, Protocol, TypedDict, TypeVar, Unpack
 
 import torch
 from torch import Tensor, nn
+from torch.optim.lr_scheduler import LRScheduler, OneCycleLR
 
 from .checkpoint import (
     FORMAT,
     CheckpointError,
     StateError,
-    Stateful,
     load_checkpoint,
     non_finite,
     restore_training_state,
@@ -82,7 +82,7 @@ class Optimised:
 
     model: nn.Module
     optimiser: torch.optim.Optimizer
-    schedule: Stateful
+    schedule: LRScheduler
     sampler: torch.Generator
 
     def state_dict(self) -> dict[str, Any]:
@@ -92,6 +92,20 @@ class Optimised:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (a :class:`~.checkpoint.StateError` when a part does not fit)."""
         restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
+
+    def optimise(self, loss: Tensor, clip: float = 0.0) -> None:
+        """One optimiser step on ``loss``: gradients, their norm clipped to ``clip`` (``0``: not clipped), the
+        step, and the schedule advanced -- except a one-cycle schedule at its end, whose final rate an extended
+        run (a larger ``--steps``) keeps."""
+        self.optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        if clip > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        self.optimiser.step()
+        schedule = self.schedule
+        ended = isinstance(schedule, OneCycleLR) and schedule.last_epoch >= schedule.total_steps
+        if not ended:
+            schedule.step()
 
 
 @dataclass

@@ -96,11 +96,7 @@ class CrossModalTask(Optimised):
 
     def train_step(self) -> Tensor:
         loss = self.loss()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=CLIP)
         return loss.detach()
 
     def evaluate(self) -> dict[str, float]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Unpack
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from training import Trained, fit_config
 from training.loop import FitOptions, Optimised
@@ -59,13 +59,7 @@ class DarcyTask(Optimised):
     def train_step(self) -> Tensor:
         idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
         loss = relative_sq(self.model.on_grid(self.model(self.x[idx])), self.u[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if self.config.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
-        self.optimiser.step()
-        if self.schedule.last_epoch < self.schedule.total_steps:  # an extended run keeps the final rate
-            self.schedule.step()
+        self.optimise(loss, clip=self.config.clip)
         return loss
 
     def errors(self) -> Tensor:

@@ -76,12 +76,7 @@ class LMTask(Optimised):
         starts = torch.randint(0, len(self.corpus.train) - c.context - 1, (c.batch,), generator=self.sampler)
         x, y = (t.to(self.device) for t in windows(self.corpus.train, self.ranks.shard(starts), c.context))
         loss = nn.functional.cross_entropy(self.net(x).flatten(0, 1), y.flatten())
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if c.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), c.clip)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=c.clip)
         return loss / LN2  # bits per character
 
     def evaluate(self) -> dict[str, float]:

@@ -82,13 +82,7 @@ class PoissonTask(Optimised):
         with autocast(self.amp, self.device):
             pred = self.net(self.f[idx])
         loss = relative_sq(pred.to(self.g.dtype), self.g[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if self.config.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
-        self.optimiser.step()
-        if self.schedule.last_epoch < self.schedule.total_steps:  # an extended run keeps the final rate
-            self.schedule.step()
+        self.optimise(loss, clip=self.config.clip)
         return loss
 
     def evaluate(self) -> dict[str, float]:

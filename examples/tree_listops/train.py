@@ -89,11 +89,7 @@ class ListOpsTask(Optimised):
         idx = self.ranks.shard(torch.randint(len(train), (self.config.batch,), generator=self.sampler)).tolist()
         logits = self.net([train.exprs[i] for i in idx])
         loss = nn.functional.cross_entropy(logits, self.labels[idx])
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=CLIP)
         return loss
 
     def evaluate(self) -> dict[str, float]:

@@ -58,11 +58,7 @@ class RegressionTask(Optimised):
         idx = torch.randint(0, len(self.train.x), (self.config.batch,), generator=self.sampler)
         dist: td.Distribution = self.model(self.train.x[idx])
         loss = -dist.log_prob(self.train.y[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=1.0)
         return loss.detach()
 
     def evaluate(self) -> dict[str, float]:
