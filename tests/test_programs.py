@@ -105,6 +105,15 @@ def test_a_programs_own_option_of_a_fields_name_sets_the_field() -> None:
     assert config.family == other
 
 
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_bad_device_is_one_line_before_any_work(name: str) -> None:
+    parser = _parser(name)
+    with pytest.raises(UserError) as caught:
+        options.parse(parser, ["--device", "bogus"])
+    message = str(caught.value)
+    assert "--device" in message and "bogus" in message and "\n" not in message
+
+
 def test_a_cpu_only_program_refuses_cuda_in_one_line() -> None:
     from examples.uncertainty.config import PRESETS
 

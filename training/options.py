@@ -26,6 +26,7 @@ import torch
 
 from .cli import Parser, out_dir, threads
 from .config import override
+from .distributed import device_of
 from .errors import UserError
 
 C = TypeVar("C")
@@ -91,6 +92,7 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Any, argp
     items += [] if a.steps is None else [f"steps={a.steps}"]
     if not isinstance(a.device, str) or not a.device.strip():
         raise UserError("argument --device: empty; name a device: cpu, cuda or cuda:N")
+    device_of(a.device)  # exists on this machine: checked before any work
     return override(presets[a.preset], items), a
 
 
