@@ -1,10 +1,10 @@
 """Funcformer vs neuraloperator's FNO on Darcy flow: equal parameters, equal steps, equal wall clock, resolution.
 
 Both learn ``a ↦ u`` for ``-∇·(a∇u) = 1`` on ``[0, 1]²``, ``u = 0`` on the boundary, from the same seeded
-finite-difference data (:mod:`examples.darcy.data`: ``points x points`` nodes, solved on a grid twice as fine),
+finite-difference data (:mod:`training.tasks.darcy.data`: ``points x points`` nodes, solved on a grid twice as fine),
 for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`` ``a ∈ {3, 12}``.
 
-* The Funcformer: :class:`examples.darcy.model.DarcyModel` with the ``--preset`` (default: the example's
+* The Funcformer: :class:`training.tasks.darcy.model.DarcyModel` with the ``--preset`` (default: the example's
   default) and ``--config`` overrides; its own recipe (Adam, one-cycle schedule, gradient clipping).
 * The FNO, as neuraloperator recommends for Darcy (``config/darcy_config.py`` of neuraloperator 2.0: the
   small 2-D FNO, ``n_modes=(16, 16)``, 4 layers, lifting and projection channel ratios 2, ``norm="group_norm"``,
@@ -45,10 +45,10 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from examples.darcy import data
-from examples.darcy.config import PRESETS, Config
-from examples.darcy.model import DarcyModel, bubble_matrix, grid_matrix
 from examples.darcy.train import build_model
+from training.tasks.darcy import data
+from training.tasks.darcy.config import PRESETS, Config
+from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
 
 
 def count(m: nn.Module) -> int:

@@ -28,9 +28,9 @@ from typing import get_args
 
 import torch
 
-from examples.lm import data
-from examples.lm.config import PRESETS, Config, ModelKind
 from examples.lm.train import LMTask
+from training.tasks.lm import data
+from training.tasks.lm.config import PRESETS, Config, ModelKind
 
 KINDS: tuple[str, ...] = get_args(ModelKind)
 

@@ -1,7 +1,7 @@
 """The Poisson figure beside its baselines: least squares, the linear path alone, the Funcformer alone, both.
 
 Every row learns ``f ↦ g`` (``Δg = f`` on ``[-1, 1]²``, ``g = 0`` on the boundary) from the main job's
-own training pairs (:mod:`examples.poisson.data`, the ``default`` preset's mixed sources) and is scored
+own training pairs (:mod:`training.tasks.poisson.data`, the ``default`` preset's mixed sources) and is scored
 on its held-out and out-of-distribution sets by the mean relative L² error of the whole function:
 
 * ``truncation floor`` -- the exact solution cut to the model's output modes (what no model can beat);
@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 
-from examples.poisson import data
-from examples.poisson.config import PRESETS, Config
 from examples.poisson.train import build, errors
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS, Config
 
 TARGET = 1e-3
 

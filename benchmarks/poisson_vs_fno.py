@@ -1,7 +1,7 @@
 """Funcformer vs neuraloperator's FNO on the Poisson operator: equal parameters, equal steps and equal wall clock.
 
 Both learn ``f ↦ g`` (``Δg = f`` on ``[-1, 1]²``, ``g = 0`` on the boundary) from the same exact
-spectral data (:mod:`examples.poisson.data`). The Funcformer reads and writes Chebyshev coefficients;
+spectral data (:mod:`training.tasks.poisson.data`). The Funcformer reads and writes Chebyshev coefficients;
 the FNO (``neuralop.models.FNO``, 2-D, grid positional embedding) reads ``f`` and writes ``g`` on a
 uniform grid. The FNO's hidden channels are chosen to match the Funcformer's parameter count (within
 10%). The Funcformer is the ``default`` preset (linear path, homogeneous scaling, mixed training law), and
@@ -30,10 +30,10 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from examples.poisson import data
-from examples.poisson.config import PRESETS
-from examples.poisson.solver import evaluate_2d
 from examples.poisson.train import PoissonModel, relative_sq
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.solver import evaluate_2d
 
 
 def fno_matching(params: int, modes: int) -> nn.Module:

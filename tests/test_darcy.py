@@ -17,13 +17,14 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
-from examples.darcy import data, load
+from examples.darcy import load
 from examples.darcy.__main__ import main
-from examples.darcy.config import PRESETS
-from examples.darcy.model import bubble_matrix, input_coefficients
-from examples.darcy.solver import DarcySolver
 from examples.darcy.train import train
 from instances.chebyshev import evaluate_2d, points
+from training.tasks.darcy import data
+from training.tasks.darcy.config import PRESETS
+from training.tasks.darcy.model import bubble_matrix, input_coefficients
+from training.tasks.darcy.solver import DarcySolver
 
 
 @pytest.fixture(autouse=True)

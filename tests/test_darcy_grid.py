@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as nnf
 
 from applicative import REAL
-from examples.darcy import data
-from examples.darcy.config import PRESETS, Config
-from examples.darcy.grid import Uniform, fourier, grid, trapezoid_weights
-from examples.darcy.model import DarcyModel, GridReader
 from examples.darcy.train import train
 from instances.chebyshev import points
+from training.tasks.darcy import data
+from training.tasks.darcy.config import PRESETS, Config
+from training.tasks.darcy.grid import Uniform, fourier, grid, trapezoid_weights
+from training.tasks.darcy.model import DarcyModel, GridReader
 
 
 @pytest.fixture(autouse=True)

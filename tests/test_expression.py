@@ -203,7 +203,7 @@ def test_bad_input_is_refused() -> None:
 
 def test_listops_exact_fold_is_the_n_ary_evaluator() -> None:
     """ListOps binarised with the operators at the nodes, folded exactly, against the recursive n-ary evaluator."""
-    from examples.tree_listops import data, nodes
+    from training.tasks.tree_listops import data, nodes
 
     shallow, deep = data.generate(400, 5), data.generate_deep(120, 6, deepest=7)
     assert {data.nesting(x) for x in deep.exprs} == {4, 5, 6, 7}

@@ -19,13 +19,14 @@ import pytest
 import torch
 
 from examples import tree_listops
-from examples.tree_listops import data, train
+from examples.tree_listops import train
 from examples.tree_listops.__main__ import main
-from examples.tree_listops.config import PRESETS
-from examples.tree_listops.model import ListOpsModel, sinusoid
 from training import CheckpointError, Interrupted, RunDir
 from training.config import CONVENTIONS
 from training.loop import Progress
+from training.tasks.tree_listops import data
+from training.tasks.tree_listops.config import PRESETS
+from training.tasks.tree_listops.model import ListOpsModel, sinusoid
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress"]

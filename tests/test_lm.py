@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from examples import lm
-from examples.lm import data
 from examples.lm.__main__ import main
-from examples.lm.config import PRESETS
-from examples.lm.model import CharLM
+from training.tasks.lm import data
+from training.tasks.lm.config import PRESETS
+from training.tasks.lm.model import CharLM
 
 TINY = PRESETS["tiny"]
 KINDS = ["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
@@ -121,9 +121,9 @@ def test_each_block_runs_on_functions_over_ragged_sequences(kind: str) -> None:
     """Every block on a Chebyshev model structure (features are functions) over a Padded sequence: a sequence
     padded to 6 gives, at its own positions, what it gives alone, and the future never reaches the past."""
     from applicative import Field, Vector
-    from examples.lm.model import normalisation
     from instances import Chebyshev, Padded
     from models import EncoderLayer, IPALayer, TriangularLayer
+    from training.tasks.lm.model import normalisation
 
     torch.manual_seed(0)
     d, hidden = Chebyshev(8), Chebyshev(16)

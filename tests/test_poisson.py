@@ -23,13 +23,14 @@ import scipy.sparse
 import scipy.sparse.linalg
 import torch
 
-from examples.poisson import data, plot, train
+from examples.poisson import plot, train
 from examples.poisson.__main__ import main
-from examples.poisson.config import PRESETS
-from examples.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
 from training import ConfigError
 from training.config import CONVENTIONS
 from training.loop import Progress
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
 
 
 def _grid(s: PoissonSolver) -> tuple[torch.Tensor, torch.Tensor]:

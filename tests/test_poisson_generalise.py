@@ -13,12 +13,13 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
-from examples.poisson import data, families, generalise, train
-from examples.poisson.config import PRESETS
-from examples.poisson.model import PoissonModel
-from examples.poisson.solver import PoissonSolver, lobatto_points
+from examples.poisson import generalise, train
 from instances import Vector
 from models.funcformer import SeparableLinear, unit_scaled
+from training.tasks.poisson import data, families
+from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.model import PoissonModel
+from training.tasks.poisson.solver import PoissonSolver, lobatto_points
 
 TINY = PRESETS["tiny"].replace(dtype="float64")
 

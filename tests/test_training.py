@@ -21,14 +21,15 @@ import pytest
 import torch
 
 from examples import poisson
-from examples.poisson import data, train
+from examples.poisson import train
 from examples.poisson.__main__ import main
-from examples.poisson.config import PRESETS
-from examples.poisson.model import PoissonModel
-from examples.poisson.solver import PoissonSolver
 from training import ConfigError, Diverged, RunDir, load_checkpoint
 from training.config import CONVENTIONS
 from training.loop import Progress
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.model import PoissonModel
+from training.tasks.poisson.solver import PoissonSolver
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress"]

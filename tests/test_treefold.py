@@ -14,11 +14,12 @@ from torch.nn import functional as nnf
 
 from applicative import Field, StructureError, Vector
 from examples import tree_listops
-from examples.tree_listops import data, nodes, train
+from examples.tree_listops import train
 from examples.tree_listops.__main__ import main
-from examples.tree_listops.config import PRESETS
 from instances import Expressions
 from models import NodeCell, TreeFold
+from training.tasks.tree_listops import data, nodes
+from training.tasks.tree_listops.config import PRESETS
 
 D, H = Vector(6), Vector(10)
 

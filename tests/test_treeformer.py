@@ -137,7 +137,7 @@ def test_tree_as_feature_structure_matches_vector_features() -> None:
 
 def _eval_flat(tokens: list[int]) -> int:
     """A stack machine over the flat tokens ``[OP a1 ... ]`` (independent of the generator's evaluator)."""
-    from examples.tree_listops.data import CLOSE, OPS
+    from training.tasks.tree_listops.data import CLOSE, OPS
 
     stack: list[list[int]] = [[]]
     ops: list[str] = []
@@ -156,7 +156,7 @@ def _eval_flat(tokens: list[int]) -> int:
 
 def _eval_tree(t: Any) -> Any:
     """Evaluate the binary view: ``(OP, args)`` nodes; the argument subtree's leaves are the arguments."""
-    from examples.tree_listops.data import OPS
+    from training.tasks.tree_listops.data import OPS
 
     def args(u: Any) -> list[int]:
         if isinstance(u, tuple) and not (isinstance(u[0], int) and u[0] >= 10):
@@ -171,7 +171,7 @@ def _eval_tree(t: Any) -> Any:
 
 
 def test_listops_views_agree_with_the_labels() -> None:
-    from examples.tree_listops.data import binary_tree, flat_tokens, generate, tree_batch
+    from training.tasks.tree_listops.data import binary_tree, flat_tokens, generate, tree_batch
 
     split = generate(200, seed=3)
     for e, y in zip(split.exprs, split.labels.tolist(), strict=True):

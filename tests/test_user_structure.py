@@ -1,8 +1,8 @@
-"""The README's user structure, verbatim: its laws, fused attention with no lowering code, and the example.
+"""The guide's user structure, verbatim: its laws, fused attention with no lowering code, and the example.
 
-The class is read from the README's "Write your own structure" code block and
+The class is read from the "Write a structure" guide's code block (``docs/guides/structures.md``) and
 must appear verbatim in ``examples/graph_signal.py`` (the runnable example is the
-README's structure, not a copy that drifted).
+guide's structure, not a copy that drifted).
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ F64 = torch.float64
 
 
 def _readme_structure() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Write your own structure") :]
-    match = re.search(r"```python\n(class Nodes\(Structure\):.*?)```", section, re.S)
-    assert match is not None, "the README's Nodes block is gone"
+    section = (ROOT / "docs" / "guides" / "structures.md").read_text()
+    match = re.search(r"```python\n.*?\n(class Nodes\(Structure\):.*?)```", section, re.S)
+    assert match is not None, "the guide's Nodes block is gone"
     return match.group(1)
 
 
 def _nodes_class() -> type[Structure]:
     namespace: dict[str, object] = {"Structure": Structure, "Tensor": Tensor, "torch": torch}
-    exec(compile("from __future__ import annotations\n" + _readme_structure(), "README.md", "exec"), namespace)
+    exec(compile("from __future__ import annotations\n" + _readme_structure(), "structures.md", "exec"), namespace)
     cls = namespace["Nodes"]
     assert isinstance(cls, type) and issubclass(cls, Structure)
     return cls

@@ -1,36 +1,58 @@
-"""The training layer every program builds on: validated configs, safe atomic checkpoints, resume, signals.
+"""One training loop for every task: validated configs, safe atomic checkpoints, resume, signals.
 
 * :mod:`.config` -- a frozen dataclass config, parsed from ``FIELD=VALUE`` strings and validated
   field by field (types, ranges, literal choices) before any work;
 * :mod:`.checkpoint` -- checkpoints hold tensors and plain data only: written atomically (a full disk
   says which checkpoint is kept), read by one reader (``weights_only=True``: a hostile file runs
   nothing) that checks structure, finiteness, ``step`` within ``steps`` and shapes against the model,
-  and fails naming the file; :func:`~.checkpoint.load_model` is the ``load(run_dir)`` route;
+  and fails naming the file;
 * :mod:`.cli` -- the command-line boundary: argparse errors in one line, and option types
   (``threads``, ``seed``, ``out_dir``, ``writable_dir``, ``output_file``, ``bounded``) checked before any work;
 * :mod:`.rundir` -- the run directory: created and tested for writing up front, locked against a
   second run;
 * :mod:`.loop` -- :func:`fit`: progress bar, periodic evaluation, checkpoints, bit-identical resume,
   SIGINT/SIGTERM -> checkpoint then stop, divergence -> an error that says what was kept;
-* :mod:`.distributed` -- data parallel under ``torchrun`` (DDP; gloo on CPU, NCCL on CUDA).
+* :mod:`.distributed` -- data parallel under ``torchrun`` (DDP; gloo on CPU, NCCL on CUDA);
+* :mod:`.options` -- the options every training program shares (``--preset``, ``--config``, ``--steps``,
+  ``--out``, ``--device``, ``--threads``, ``--no-progress``, and ``--FIELD`` for each config field);
+* :mod:`.threads` -- the default thread count, by the model's size;
+* :mod:`.registry` -- what a checkpoint holds (task, model class, config, version) and :func:`load`, the one
+  route from a run directory to a ready model, for every task in :mod:`training.tasks` or :func:`register` ed.
 
 Every user error is a :class:`UserError`: one line at the command line, never a traceback.
 """
 
-from .checkpoint import CheckpointError, load_checkpoint, load_model, run_path, save_checkpoint
-from .cli import Parser, default_threads, run_cli
-from .config import ConfigError, at_least, between, describe, override, validate
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .cli import Parser, run_cli
+from .config import Checked, ConfigError, at_least, between, describe, override, validate
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
-from .loop import Diverged, Interrupted, Record, Schedule, Task, Trained, check_resume, fit, fit_config
+from .loop import (
+    Diverged,
+    FitOptions,
+    Interrupted,
+    Optimised,
+    Record,
+    Schedule,
+    Task,
+    Trained,
+    check_resume,
+    fit,
+    fit_config,
+)
+from .registry import TaskSpec, load, register, task_names
 from .rundir import RunDir, RunDirError
+from .threads import default_threads
 
 __all__ = [
     "SINGLE",
+    "Checked",
     "CheckpointError",
     "ConfigError",
     "Diverged",
+    "FitOptions",
     "Interrupted",
+    "Optimised",
     "Parser",
     "Ranks",
     "Record",
@@ -38,6 +60,7 @@ __all__ = [
     "RunDirError",
     "Schedule",
     "Task",
+    "TaskSpec",
     "Trained",
     "UserError",
     "at_least",
@@ -49,13 +72,14 @@ __all__ = [
     "device_of",
     "fit",
     "fit_config",
+    "load",
     "load_checkpoint",
-    "load_model",
     "override",
+    "register",
     "run_cli",
-    "run_path",
     "save_checkpoint",
     "setup",
+    "task_names",
     "teardown",
     "validate",
 ]

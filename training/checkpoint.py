@@ -123,7 +123,8 @@ def non_finite(obj: Any, where: str = "") -> str | None:
 def load_checkpoint(path: Path, required: tuple[str, ...] = (), fix: str = FIX) -> dict[str, Any]:
     """Read a run's checkpoint and check its structure; raise :class:`CheckpointError` naming ``path`` if unusable.
 
-    Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values),
+    Checked, where present: ``format`` (the version written), ``meta`` (the task's name, model class and
+    version, :mod:`.registry`), ``config`` (a dict of plain values),
     ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records),
     ``elapsed`` (finite seconds); and that every floating-point tensor is finite (:func:`read`).
     """
@@ -147,6 +148,13 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         return f"written in checkpoint format {blob['format']!r}, this version reads format {FORMAT}"
     if "job" in blob and not isinstance(blob["job"], str):
         return f"its job is a {type(blob['job']).__name__}, expected the name of the job (a str)"
+    meta = blob.get("meta", {})
+    if not (
+        isinstance(meta, dict)
+        and (not meta or (isinstance(meta.get("task"), str) and isinstance(meta.get("model"), str)
+                          and type(meta.get("version")) is int))
+    ):
+        return f"its meta is {meta!r:.80}, expected a dict of the task's name, its model class and version"
     config = blob.get("config", {})
     if not isinstance(config, dict):
         return f"its config is a {type(config).__name__}, expected a dict of field values"
@@ -273,25 +281,6 @@ def restore_training_state(
     sampler.set_state(state["sampler"])
 
 
-class TrainingState:
-    """A task's ``state_dict`` / ``load_state_dict`` from its ``model``, ``optimiser``, ``schedule`` and ``sampler``.
-
-    Subclass it (``class MyTask(TrainingState)``) and set the four attributes in ``__init__``: the loop's
-    checkpoints then hold them as tensors and plain data, and a resume checks that each part fits.
-    """
-
-    model: nn.Module
-    optimiser: torch.optim.Optimizer
-    schedule: Stateful
-    sampler: torch.Generator
-
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
-
-
 def _check_optimiser(optimiser: torch.optim.Optimizer, state: Any) -> None:
     """The optimiser's groups (options and parameter lists) and per-parameter state (moments shaped like them)."""
     where, template = "task.optimiser", optimiser.state_dict()
@@ -331,21 +320,33 @@ def run_path(run_dir: object, program: str) -> Path:
     return Path(run_dir)
 
 
-def load_model(
-    path: Path, build: Callable[[dict[str, Any]], M], device: torch.device | str, program: str, what: str = "a model"
-) -> M:
-    """The model in the checkpoint ``path``: ``build(blob)`` from its config, its weights checked and loaded.
-
-    ``what`` names the model in errors ("a ListOps model"). Every problem -- the device, the file, its
-    config, its tensors -- is one :class:`UserError` naming it.
-    """
+def load_device(device: object) -> torch.device:
+    """``load``'s device argument checked (a :class:`UserError` naming it): a str or ``torch.device`` that exists."""
     target = device_of(str(device), "load: device") if isinstance(device, str | torch.device) else None
     if target is None:
         raise UserError(f"load: device must be a str or torch.device (cpu, cuda, cuda:N), got {device!r:.60}")
+    return target
+
+
+def load_model(
+    path: Path,
+    build: Callable[[dict[str, Any]], M],
+    device: torch.device | str,
+    program: str,
+    what: str = "a model",
+    blob: dict[str, Any] | None = None,
+) -> M:
+    """The model in the checkpoint ``path``: ``build(blob)`` from its config, its weights checked and loaded.
+
+    ``what`` names the model in errors ("a ListOps model"); ``blob`` is the checkpoint when already read.
+    Every problem -- the device, the file, its config, its tensors -- is one :class:`UserError` naming it.
+    """
+    target = load_device(device)
     fix = f"retrain with python -m {program} --out {path.parent}"
-    if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
-    blob = load_checkpoint(path, required=("config", "task"), fix=fix)
+    if blob is None:
+        if not path.exists():
+            raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
+        blob = load_checkpoint(path, required=("config", "task"), fix=fix)
     try:
         model = build(blob)
     except (UserError, TypeError, ValueError, KeyError) as e:

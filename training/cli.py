@@ -20,26 +20,6 @@ from .distributed import teardown
 from .errors import UserError
 from .loop import Interrupted
 
-#: below this many parameters a step is too small for more than two intra-op threads to pay
-SMALL_MODEL = 1_000_000
-
-
-def default_threads(parameters: int, cores: int | None = None, load: float | None = None) -> tuple[int, str]:
-    """torch's CPU threads for a model of ``parameters`` on this machine now, and a line saying why.
-
-    Measured on a 2-core machine with the Poisson default (143k parameters): idle, 2 threads take 65 ms a
-    step and 1 thread 97 ms; beside one other CPU-bound process, 1000 steps took 74-177 s on 2 threads and
-    21-23 s on 1 -- intra-op threads that must wait for a busy core stall every step. So take the cores the
-    one-minute load average leaves free (at least one), at most two for a small model.
-    """
-    cores = (os.cpu_count() or 1) if cores is None else cores
-    load = os.getloadavg()[0] if load is None else load
-    free = max(1, min(cores, int(cores - load + 0.5)))
-    n = min(free, 2) if parameters < SMALL_MODEL else free
-    why = f"{cores} cores, load {load:.1f}, {parameters:,} parameters"
-    return n, f"threads: {n} ({why}; --threads N to choose)"
-
-
 #: the generators' seed range (``torch.Generator.manual_seed``, numpy's ``default_rng``)
 SEED_MAX = 2**63 - 1
 
@@ -98,7 +78,7 @@ def out_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError("empty; name a run directory, e.g. --out runs/mine")
     path = Path(text)
     resolved = path.resolve()
-    repository = Path(__file__).resolve().parents[2]
+    repository = Path(__file__).resolve().parents[1]
     if resolved in (Path.cwd().resolve(), repository, Path(resolved.anchor), Path.home().resolve()):
         raise argparse.ArgumentTypeError(
             f"{text!r} is {_which(resolved, repository)}: a run writes several files and a lock there; "

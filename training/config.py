@@ -15,7 +15,7 @@ import dataclasses
 import math
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar, cast
 
 from .errors import UserError
 
@@ -144,3 +144,31 @@ def differences(old: dict[str, Any], new: dict[str, Any], ignore: tuple[str, ...
     """``field: old -> new`` for each field that differs (``ignore``-d fields aside)."""
     keys = [k for k in {**old, **new} if k not in ignore]
     return [f"{k}: {old.get(k, '(none)')!r} -> {new.get(k, '(none)')!r}" for k in keys if old.get(k) != new.get(k)]
+
+
+class Checked:
+    """What every config dataclass shares: validated on construction, and :meth:`replace` a validated copy.
+
+    Subclass it with a frozen dataclass (``@dataclass(frozen=True) class Config(Checked): ...``). Fields are
+    checked one by one (:func:`validate`), then the rules across fields: :func:`heads_divide` for a config
+    with ``width`` and ``heads``, then the config's own :meth:`consistent`.
+    """
+
+    def __post_init__(self) -> None:
+        validate(self, lambda c: heads_divide(c) or c.consistent())
+
+    def consistent(self) -> str | None:
+        """A rule across fields that this config breaks, in words naming the fields (``None``: none)."""
+        return None
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (validated)."""
+        return cast(Self, dataclasses.replace(cast(Any, self), **changes))
+
+
+def heads_divide(config: object) -> str | None:
+    """A config's ``heads`` must divide its ``width`` (the model splits into heads); the problem, or ``None``."""
+    width, heads = getattr(config, "width", None), getattr(config, "heads", None)
+    if type(width) is int and type(heads) is int and heads > 0 and width % heads:
+        return f"config fields width={width}, heads={heads}: heads must divide width (the model splits into heads)"
+    return None

@@ -23,19 +23,30 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Generic, Protocol, TextIO, TypeVar
+from typing import Any, Generic, Protocol, TypedDict, TypeVar, Unpack
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+from torch.optim.lr_scheduler import LRScheduler, OneCycleLR
 
-from .checkpoint import FORMAT, CheckpointError, StateError, load_checkpoint, non_finite, save_checkpoint
+from .checkpoint import (
+    FORMAT,
+    CheckpointError,
+    StateError,
+    load_checkpoint,
+    non_finite,
+    restore_training_state,
+    save_checkpoint,
+    training_state,
+)
 from .config import ConfigError, describe, differences
 from .distributed import SINGLE, Ranks
 from .errors import UserError
+from .threads import use_threads
 
 CHECKPOINT = "checkpoint.pt"
 M = TypeVar("M")
-#: a history row: ``{"step": 250, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}``
+#: a history row: ``{"step": 250, "loss": 1e-3, "held_out_rel_l2": 5e-3, ...}`` (``step`` an int)
 Record = dict[str, float]
 
 
@@ -60,6 +71,41 @@ class Task(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
         ...
+
+
+class Optimised:
+    """A :class:`Task`'s state when it is the usual four parts: ``model``, ``optimiser``, ``schedule``, ``sampler``.
+
+    A task class that sets these attributes inherits :meth:`state_dict` / :meth:`load_state_dict` (each part
+    checked against the task's own before it is loaded: :func:`~.checkpoint.restore_training_state`).
+    """
+
+    model: nn.Module
+    optimiser: torch.optim.Optimizer
+    schedule: LRScheduler
+    sampler: torch.Generator
+
+    def state_dict(self) -> dict[str, Any]:
+        """Model, optimiser, schedule and sampler state: tensors and plain data."""
+        return training_state(self.model, self.optimiser, self.schedule, self.sampler)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (a :class:`~.checkpoint.StateError` when a part does not fit)."""
+        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
+
+    def optimise(self, loss: Tensor, clip: float = 0.0) -> None:
+        """One optimiser step on ``loss``: gradients, their norm clipped to ``clip`` (``0``: not clipped), the
+        step, and the schedule advanced -- except a one-cycle schedule at its end, whose final rate an extended
+        run (a larger ``--steps``) keeps."""
+        self.optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        if clip > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        self.optimiser.step()
+        schedule = self.schedule
+        ended = isinstance(schedule, OneCycleLR) and schedule.last_epoch >= schedule.total_steps
+        if not ended:
+            schedule.step()
 
 
 @dataclass
@@ -114,13 +160,19 @@ def fit(
     on_step: Callable[[Progress], None] | None = None,
     fix: str = "lower the learning rate",
     ranks: Ranks = SINGLE,
+    meta: Mapping[str, Any] | None = None,
+    threads: int | None = None,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
     ``config`` (plain data) is stored in each checkpoint and compared on resume (``steps`` aside);
     ``fix`` is the advice a divergence error gives. Under ``torchrun`` (``ranks``), only rank 0 writes
-    checkpoints and shows progress; every rank stops at the same step.
+    checkpoints and shows progress; every rank stops at the same step. ``meta`` (a task's
+    :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
+    rebuild the model. ``threads`` sets torch's CPU threads for the run (default: by the model's size,
+    :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
     """
+
     path = None if out is None else out / CHECKPOINT
     if out is not None and ranks.main:
         out.mkdir(parents=True, exist_ok=True)
@@ -132,6 +184,8 @@ def fit(
     def save() -> None:
         if path is not None and ranks.main:
             blob = {"format": FORMAT, "job": job_of(task), "config": blob_config, "step": run.step}
+            if meta is not None:
+                blob["meta"] = dict(meta)
             blob |= {"task": task.state_dict(), "history": run.history, "elapsed": run.elapsed}
             save_checkpoint(path, blob, _kept(run, path))
             run.saved = run.step
@@ -139,7 +193,9 @@ def fit(
     target = min(steps, stop_after) if stop_after is not None else steps
     caught: list[int] = []
     previous = _catch(caught)
-    bar = progress_bar(steps, run.step, enabled=progress and ranks.main)
+    before = torch.get_num_threads()
+    chosen = use_threads(threads, _parameters(task))
+    bar = progress_bar(steps, run.step, progress and ranks.main, chosen)
     start = time.perf_counter() - run.elapsed
     device = task.device
     metrics: dict[str, float] = run.history[-1] if run.history else {}
@@ -169,60 +225,12 @@ def fit(
     finally:
         bar.close()
         _restore(previous)
+        torch.set_num_threads(before)
     if run.saved != run.step:
         save()
     if caught or run.step < target:
         raise Interrupted(caught[0] if caught else signal.SIGTERM, run.step, path)
     return run
-
-
-class Bar(Protocol):
-    """What :func:`fit` asks of a progress display (tqdm's names)."""
-
-    def update(self, n: int = 1) -> object: ...
-    def set_postfix(self, ordered_dict: Mapping[str, str], refresh: bool = True) -> None: ...
-    def close(self) -> None: ...
-
-
-class Lines:
-    """Progress as periodic plain lines, for a log file or pipe (a bar there is a stream of carriage returns).
-
-    A line every ``every`` steps (default: a twentieth of the run) and at the last step:
-    ``train 400/8000 (5%) 26s, eta 8:14 | held_out_rel_l2 5.1e-02``.
-    """
-
-    def __init__(self, total: int, initial: int, stream: TextIO, every: int | None = None) -> None:
-        self.total, self.n, self.stream = total, initial, stream
-        self.every = every or max(1, total // 20)
-        self.start, self.first = time.perf_counter(), initial
-        self.postfix = ""
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        if self.n % self.every == 0 or self.n == self.total:
-            seconds = time.perf_counter() - self.start
-            rate = (self.n - self.first) / seconds if seconds > 0 else 0.0
-            eta = (self.total - self.n) / rate if rate > 0 else 0.0
-            percent = 100 * self.n // max(1, self.total)
-            line = f"train {self.n}/{self.total} ({percent}%) {seconds:.0f}s, eta {int(eta) // 60}:{int(eta) % 60:02d}"
-            print(line + (f" | {self.postfix}" if self.postfix else ""), file=self.stream, flush=True)
-
-    def set_postfix(self, ordered_dict: Mapping[str, str], refresh: bool = True) -> None:
-        self.postfix = " ".join(f"{k} {v}" for k, v in ordered_dict.items())
-
-    def close(self) -> None:
-        pass
-
-
-def progress_bar(total: int, initial: int, *, enabled: bool, stream: TextIO | None = None) -> Bar:
-    """A tqdm bar on a terminal, :class:`Lines` when ``stream`` (default stderr) is a file or pipe."""
-    from tqdm import tqdm  # a feature of the loop, not of the library
-
-    out = sys.stderr if stream is None else stream
-    if enabled and not out.isatty():
-        return Lines(total, initial, out)
-    bar: Bar = tqdm(total=total, initial=initial, disable=not enabled, desc="train", dynamic_ncols=True, file=out)
-    return bar
 
 
 class Schedule(Protocol):
@@ -236,17 +244,25 @@ class Schedule(Protocol):
     def checkpoint_every(self) -> int: ...
 
 
+class FitOptions(TypedDict, total=False):
+    """How a run is driven, as every task's ``train`` passes it through to :func:`fit_config` unchanged."""
+
+    progress: bool
+    stop_after: int | None
+    on_step: Callable[[Progress], None] | None
+    ranks: Ranks
+    threads: int | None
+
+
 def fit_config(
     task: Task,
     config: Schedule,
     out: Path | None,
     *,
     extra: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
     fix: str = "lower the learning rate",
-    ranks: Ranks = SINGLE,
+    meta: Mapping[str, Any] | None = None,
+    **options: Unpack[FitOptions],
 ) -> Progress:
     """:func:`fit` with ``steps``, ``eval_every`` and ``checkpoint_every`` read from ``config``, which the
     checkpoints record (with ``extra``, e.g. which model of several the run trains)."""
@@ -257,11 +273,9 @@ def fit_config(
         out=out,
         eval_every=config.eval_every,
         checkpoint_every=config.checkpoint_every,
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
         fix=fix,
-        ranks=ranks,
+        meta=meta,
+        **options,
     )
 
 
@@ -281,6 +295,80 @@ def check_resume(out: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:
             "pass the same values to resume, or another --out to start afresh"
         )
     return blob
+
+
+def _parameters(task: Task) -> int:
+    """The size of the task's model (``state_dict()["model"]``, as :func:`~.checkpoint.training_state` keeps it)."""
+    model = task.state_dict().get("model")
+    if not isinstance(model, dict):
+        return 0
+    return sum(t.numel() for t in model.values() if isinstance(t, Tensor) and t.is_floating_point())
+
+
+class Bar(Protocol):
+    """What the loop asks of a progress display (tqdm's bar, or :class:`Lines`)."""
+
+    def update(self, n: int = 1) -> object: ...
+    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None: ...
+    def close(self) -> None: ...
+
+
+class Lines:
+    """Progress as plain periodic lines, for a stderr that is a file or a pipe (no carriage returns).
+
+    A line at the start, then every ``every`` steps (default: each 5% of the run) and at the end:
+    ``train: step 500/8000 (6%), 31 s, ETA 7.8 min, held_out_rel_l2=5.1e-03``.
+    """
+
+    def __init__(self, total: int, initial: int, threads: str, stream: Any = None, every: int | None = None) -> None:
+        self.total, self.n, self.stream = total, initial, stream if stream is not None else sys.stderr
+        self.every = every or max(1, total // 20)
+        self.postfix: Mapping[str, object] = {}
+        self.start, self.first = time.perf_counter(), initial
+        print(f"train: step {initial}/{total} on {threads}", file=self.stream, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self.n % self.every == 0 or self.n == self.total:
+            self.line()
+
+    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None:
+        self.postfix = dict(ordered_dict)
+
+    def line(self) -> None:
+        spent = time.perf_counter() - self.start
+        done = self.n - self.first
+        eta = spent / done * (self.total - self.n) if done > 0 else math.nan
+        metrics = "".join(f", {k}={v}" for k, v in self.postfix.items())
+        print(
+            f"train: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%), {_duration(spent)}, "
+            f"ETA {_duration(eta)}{metrics}",
+            file=self.stream,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any = None) -> Bar:
+    """A tqdm bar on a terminal, :class:`Lines` on a file or pipe, nothing when ``show`` is false."""
+    from tqdm import tqdm  # a feature of the loop, not of the library
+
+    stream = stream if stream is not None else sys.stderr
+    if show and not (hasattr(stream, "isatty") and stream.isatty()):
+        return Lines(total, initial, threads, stream)
+    bar: Bar = tqdm(
+        total=total, initial=initial, disable=not show, desc=f"train [{threads.split(' (')[0]}]", dynamic_ncols=True,
+        file=stream,
+    )
+    return bar
 
 
 def job_of(task: Task) -> str:

@@ -29,8 +29,7 @@ import numpy as np
 import torch
 
 from instances.chebyshev import evaluate, evaluate_2d
-from training import Parser, RunDir, check_resume, describe, override, run_cli
-from training.cli import out_dir, threads
+from training import RunDir, check_resume, describe, options, run_cli
 
 from . import baselines, data, train
 from .config import PRESETS, TASKS, Config, TaskKind
@@ -79,23 +78,20 @@ def _row(model: np.ndarray, refs: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 def run(argv: list[str] | None) -> int:
-    p = Parser(prog="python -m examples.cross_modal", description=__doc__.split("\n")[0])
+    p = options.program(
+        "python -m examples.cross_modal", __doc__.split("\n")[0], PRESETS, cuda=False,
+        out_help="run directory (default runs/cross_modal_TASK)",
+    )
     p.add_argument("--task", choices=TASKS, default="points")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
-    p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/cross_modal_TASK)")
-    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    config = override(PRESETS[a.preset], list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"]))
+    config, a = options.config_of(p, argv, Config)
     task: TaskKind = a.task
     out: Path = a.out if a.out is not None else Path(f"runs/cross_modal_{task}")
-    torch.set_num_threads(a.threads)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
     with RunDir(out):
         check_resume(out, {**describe(config), "task": task})
         held = data.held_out(config)
-        trained = train.train(config, task, held, out, progress=not a.no_progress)
+        trained = train.train(config, task, held, out, progress=not a.no_progress, threads=a.threads)
         rows = compare(config, task, trained.model, held)
         report = {
             "task": task,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from training import at_least, validate
+from training import at_least
+from training.config import Checked
 
 #: the two tasks: scattered samples -> a function, a low-resolution image -> a function of two variables
 TaskKind = Literal["points", "grid"]
@@ -14,7 +14,7 @@ TASKS: tuple[TaskKind, ...] = get_args(TaskKind)
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines one training run (and so its checkpoint); validated on construction.
 
     Attributes:
@@ -50,17 +50,11 @@ class Config:
     eval_every: int = at_least(250, 1)
     checkpoint_every: int = at_least(500, 1)
 
-    def __post_init__(self) -> None:
-        validate(self, _consistent)
-
-    def replace(self, **changes: Any) -> Config:
-        """A copy with ``changes`` (validated)."""
-        return dataclasses.replace(self, **changes)
+    def consistent(self) -> str | None:
+        return _consistent(self)
 
 
 def _consistent(c: Config) -> str | None:
-    if c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
     if c.modes < c.degree:
         return f"config fields modes={c.modes}, degree={c.degree}: modes must be >= degree to represent the targets"
     if c.min_points > c.max_points:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
 
 from instances.chebyshev import evaluate, evaluate_2d, metric
 from training import Trained, fit_config
-from training.checkpoint import restore_training_state, training_state
+from training.loop import FitOptions, Optimised
 
 from .config import Config, TaskKind
 from .data import DENSE, ZOOMS, HeldOut, grid, sample_images, sample_points, series
@@ -70,7 +70,7 @@ def relative(pred: Tensor, true: Tensor) -> Tensor:
     return ((pred - true) ** 2).sum(dims).sqrt() / (true**2).sum(dims).sqrt()
 
 
-class CrossModalTask:
+class CrossModalTask(Optimised):
     """One seeded training run: the model, AdamW, the schedule and the data generator."""
 
     def __init__(self, config: Config, task: TaskKind, held: HeldOut) -> None:
@@ -79,13 +79,13 @@ class CrossModalTask:
         self.model: PointsModel | GridModel = PointsModel(config) if task == "points" else GridModel(config)
         self.optimiser = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=WEIGHT_DECAY)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimiser, rate(config.steps))
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.sampler = torch.Generator().manual_seed(config.seed)
 
     def loss(self) -> Tensor:
         """The batch's mean squared L² error over the samples' squared scale."""
-        c = series(self.config, self.config.batch, self.generator, 1 if self.task == "points" else 2)
+        c = series(self.config, self.config.batch, self.sampler, 1 if self.task == "points" else 2)
         if isinstance(self.model, PointsModel):
-            p = sample_points(self.config, c, self.generator)
+            p = sample_points(self.config, c, self.sampler)
             pred = self.model(p.x, p.f, p.lengths)
             s = self.model.tokens(p.x, p.f, p.lengths)[2]
         else:
@@ -96,21 +96,14 @@ class CrossModalTask:
 
     def train_step(self) -> Tensor:
         loss = self.loss()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=CLIP)
         return loss.detach()
 
     def evaluate(self) -> dict[str, float]:
         return {f"held_out_{k}": float(v.median()) for k, v in errors(self.model, self.held).items()}
 
-    def state_dict(self) -> dict[str, Any]:
-        return training_state(self.model, self.optimiser, self.schedule, self.generator)
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.generator)
+        super().load_state_dict(state)
         f = rate(self.config.steps)
         for group, base in zip(self.optimiser.param_groups, self.schedule.base_lrs, strict=True):
             group["lr"] = base * f(self.schedule.last_epoch)
@@ -137,16 +130,9 @@ def errors(model: PointsModel | GridModel, held: HeldOut) -> dict[str, Tensor]:
 
 
 def train(
-    config: Config, task: TaskKind, held: HeldOut, out: Path | None, *, progress: bool = True
+    config: Config, task: TaskKind, held: HeldOut, out: Path | None, **options: Unpack[FitOptions]
 ) -> Trained[PointsModel | GridModel]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps``."""
     t = CrossModalTask(config, task, held)
-    run = fit_config(
-        t,
-        config,
-        out,
-        extra={"task": task},
-        progress=progress,
-        fix="try a smaller --config lr=...",
-    )
+    run = fit_config(t, config, out, extra={"task": task}, fix="try a smaller --config lr=...", **options)
     return Trained.of(t.model, run)

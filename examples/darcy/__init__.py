@@ -4,6 +4,6 @@
 :mod:`examples.darcy.__main__`); :func:`load` returns a trained model from its run directory.
 """
 
-from .model import DarcyModel, load
+from training.tasks.darcy import DarcyModel, load
 
 __all__ = ["DarcyModel", "load"]

@@ -22,30 +22,20 @@ from pathlib import Path
 
 import torch
 
-from training import Parser, RunDir, check_resume, describe, device_of, override, run_cli
-from training.cli import out_dir, threads
+from training import RunDir, check_resume, describe, options, run_cli
+from training.tasks.darcy import data
+from training.tasks.darcy.config import PRESETS, Config
+from training.tasks.darcy.model import CHECKPOINT
 
-from . import data, train
-from .config import PRESETS, Config
-from .model import CHECKPOINT
+from . import train
 
 
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--family``, ``--config`` and ``--steps`` overrides, validated) and the options."""
-    p = Parser(prog="python -m examples.darcy", description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    out_help = "run directory (default runs/darcy-FAMILY)"
+    p = options.program("python -m examples.darcy", __doc__.split("\n")[0], PRESETS, out_help=out_help)
     p.add_argument("--family", choices=data.FAMILIES, default=None, help="shorthand for --config family=...")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
-    p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/darcy-FAMILY)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    items = list(a.config)
-    items += [] if a.family is None else [f"family={a.family}"]
-    items += [] if a.steps is None else [f"steps={a.steps}"]
-    config = override(PRESETS[a.preset], items)
+    config, a = options.config_of(p, argv, Config)
     if a.out is None:
         a.out = Path("runs") / f"darcy-{config.family}"
     return config, a
@@ -53,7 +43,6 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
 
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
-    device = device_of(a.device)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     with RunDir(a.out):
@@ -62,12 +51,11 @@ def run(argv: list[str] | None) -> int:
         splits = data.splits(config.family, config.n_train, config.n_test, config.points, config.seed, config.refine)
         print(f"config: {config}")
         print(f"data: {len(splits.train)} train, {len(splits.test)} held-out ({time.perf_counter() - t0:.1f}s)")
-        trained, task = train.train(config, splits, a.out, device, progress=not a.no_progress)
+        trained, task = train.train(config, splits, a.out, a.device, progress=not a.no_progress, threads=a.threads)
         errs = task.errors()
         params = sum(p.numel() for p in trained.model.parameters())
         report = {
             "config": describe(config),
-            "device": str(device),
             "torch": torch.__version__,
             "parameters": params,
             "train_seconds": trained.elapsed,

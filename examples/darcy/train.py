@@ -8,19 +8,17 @@ are the shared loop's (:func:`training.fit`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Unpack
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from training import Trained, fit_config
-from training.checkpoint import TrainingState
-from training.loop import Progress
-
-from . import data
-from .config import Config
-from .model import DarcyModel
+from training.loop import FitOptions, Optimised
+from training.tasks.darcy import data
+from training.tasks.darcy.config import Config
+from training.tasks.darcy.model import SPEC, DarcyModel
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
@@ -41,7 +39,7 @@ def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
     return torch.cat([model.on_grid(model(log_a[i : i + chunk])).double().cpu() for i in range(0, len(log_a), chunk)])
 
 
-class DarcyTask(TrainingState):
+class DarcyTask(Optimised):
     """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
 
     def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
@@ -61,13 +59,7 @@ class DarcyTask(TrainingState):
     def train_step(self) -> Tensor:
         idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
         loss = relative_sq(self.model.on_grid(self.model(self.x[idx])), self.u[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if self.config.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
-        self.optimiser.step()
-        if self.schedule.last_epoch < self.schedule.total_steps:  # an extended run keeps the final rate
-            self.schedule.step()
+        self.optimise(loss, clip=self.config.clip)
         return loss
 
     def errors(self) -> Tensor:
@@ -78,25 +70,16 @@ class DarcyTask(TrainingState):
         return {"held_out_rel_l2": float(self.errors().mean())}
 
 
+
 def train(
     config: Config,
     splits: data.Splits,
     out: Path | None,
     device: torch.device | str = "cpu",
-    *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
+    **options: Unpack[FitOptions],
 ) -> tuple[Trained[DarcyModel], DarcyTask]:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
     task = DarcyTask(config, splits, torch.device(device))
-    run = fit_config(
-        task,
-        config,
-        out,
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
-    )
+    fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run), task

@@ -3,6 +3,6 @@
 ``python -m examples.lm --model gpt|relu|softplus|triangular`` trains a causal decoder (see :mod:`.__main__`).
 """
 
-from .model import CharLM, load
+from training.tasks.lm import CharLM, load
 
 __all__ = ["CharLM", "load"]

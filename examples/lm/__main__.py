@@ -19,41 +19,30 @@ from pathlib import Path
 import torch
 
 from training import (
-    Parser,
     RunDir,
     check_batch,
     check_resume,
     describe,
     device_of,
-    override,
+    options,
     run_cli,
     setup,
 )
-from training.cli import bounded, out_dir, threads
+from training.cli import bounded
+from training.tasks.lm import data
+from training.tasks.lm.config import PRESETS, Config
+from training.tasks.lm.model import CHECKPOINT
 
-from . import data, train
-from .config import PRESETS, Config
-from .model import CHECKPOINT
+from . import train
 
 PROG = "python -m examples.lm"
 
 
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
-    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help="run directory (default runs/lm-MODEL)")
     p.add_argument("--model", help="gpt, ipa, relu, softplus, triangular or rnn (shorthand for --config model=...)")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
-    p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=out_dir, default=None, help="run directory (default runs/lm-MODEL)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--sample", type=bounded(0, 10**6), default=400, help="characters of generated text to write")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    items = list(a.config)
-    items += [] if a.model is None else [f"model={a.model}"]
-    items += [] if a.steps is None else [f"steps={a.steps}"]
-    config = override(PRESETS[a.preset], items)
+    config, a = options.config_of(p, argv, Config)
     if a.out is None:
         a.out = Path("runs") / f"lm-{config.model}"
     return config, a
@@ -62,8 +51,6 @@ def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
 def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
     ranks, device = setup(device_of(a.device))
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
     check_batch(config.batch, ranks)
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         check_resume(a.out, describe(config))
@@ -73,7 +60,9 @@ def run(argv: list[str] | None) -> int:
             f"corpus: {len(corpus.train)} train / {len(corpus.valid)} valid characters, {len(corpus.vocab)} "
             f"symbols; sha256 {corpus.sha256[:16]}; unigram baseline {unigram:.3f} bits/char"
         )
-        trained = train.train(config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks)
+        trained = train.train(
+            config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads
+        )
         if ranks.main:
             model = trained.model.eval()
             g = torch.Generator().manual_seed(config.seed)

@@ -10,18 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
-from training.checkpoint import restore_training_state, training_state
-from training.loop import Progress
-
-from .config import Config
-from .data import Corpus, windows
-from .model import CharLM
+from training.loop import FitOptions, Optimised
+from training.tasks.lm.config import Config
+from training.tasks.lm.data import Corpus, windows
+from training.tasks.lm.model import SPEC, CharLM
 
 LN2 = math.log(2.0)
 
@@ -52,7 +50,7 @@ def bits(model: CharLM, x: Tensor, y: Tensor, chunk: int = 64) -> float:
     return total / (y.numel() * LN2)
 
 
-class LMTask:
+class LMTask(Optimised):
     """One seeded run: the model, AdamW, the schedule, the window sampler, fixed validation windows."""
 
     def __init__(self, config: Config, corpus: Corpus, device: torch.device, ranks: Ranks = SINGLE) -> None:
@@ -78,12 +76,7 @@ class LMTask:
         starts = torch.randint(0, len(self.corpus.train) - c.context - 1, (c.batch,), generator=self.sampler)
         x, y = (t.to(self.device) for t in windows(self.corpus.train, self.ranks.shard(starts), c.context))
         loss = nn.functional.cross_entropy(self.net(x).flatten(0, 1), y.flatten())
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if c.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), c.clip)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=c.clip)
         return loss / LN2  # bits per character
 
     def evaluate(self) -> dict[str, float]:
@@ -94,10 +87,8 @@ class LMTask:
             self.model.train()
 
     def state_dict(self) -> dict[str, Any]:
-        return {**training_state(self.model, self.optimiser, self.schedule, self.sampler), "vocab": self.corpus.vocab}
+        return {**super().state_dict(), "vocab": self.corpus.vocab}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_training_state(state, self.model, self.optimiser, self.schedule, self.sampler)
 
 
 def train(
@@ -105,22 +96,9 @@ def train(
     corpus: Corpus,
     out: Path | None,
     device: torch.device | str = "cpu",
-    *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
-    ranks: Ranks = SINGLE,
+    **options: Unpack[FitOptions],
 ) -> Trained[CharLM]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps`` (or ``stop_after``)."""
-    task = LMTask(config, corpus, torch.device(device), ranks)
-    run = fit_config(
-        task,
-        config,
-        out,
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --config lr=",
-        ranks=ranks,
-    )
+    task = LMTask(config, corpus, torch.device(device), options.get("ranks", SINGLE))
+    run = fit_config(task, config, out, meta=SPEC.meta(), fix="try a smaller --config lr=", **options)
     return Trained.of(task.model, run)

@@ -4,6 +4,6 @@
 :func:`load` returns a trained model from its run directory and :func:`solve` applies it to a source.
 """
 
-from .model import PoissonModel, load, solve
+from training.tasks.poisson import PoissonModel, load, solve
 
 __all__ = ["PoissonModel", "load", "solve"]

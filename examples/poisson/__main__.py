@@ -7,7 +7,7 @@ command after Ctrl-C or a SIGTERM to continue; a larger ``--steps`` extends a fi
 
 Examples::
 
-    python -m examples.poisson                          # default: ~9 min on 2 idle CPU cores
+    python -m examples.poisson                          # default: ~13 min on one thread (9 with --threads 2, idle)
     python -m examples.poisson --preset gpu --device cuda
     python -m examples.poisson --steps 500 --out runs/short
     python -m examples.poisson --config width=32 --config lr=3e-3
@@ -21,43 +21,30 @@ import contextlib
 import json
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from training import (
-    Parser,
     RunDir,
     check_batch,
     check_resume,
     describe,
     device_of,
-    override,
+    options,
     run_cli,
     setup,
 )
-from training.cli import default_threads, out_dir, threads, writable_dir
+from training.cli import writable_dir
 from training.speed import check_amp
+from training.tasks.poisson import data
+from training.tasks.poisson.config import PRESETS, Config
 
-from . import data, generalise, plot, train
-from .config import PRESETS, Config
-from .model import PoissonModel
+from . import generalise, plot, train
 
 
 def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--config`` and ``--steps`` overrides, validated) and the other options."""
-    p = Parser(prog="python -m examples.poisson", description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
-    p.add_argument("--steps", help="shorthand for --config steps=N")
-    p.add_argument("--out", type=out_dir, default=Path("runs/poisson"))
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument(
-        "--threads",
-        type=threads,
-        default=None,
-        help="torch CPU threads (default: the free cores by load average, at most 2 for a small model)",
-    )
+    p = options.program("python -m examples.poisson", __doc__.split("\n")[0], PRESETS, out="runs/poisson")
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
@@ -65,10 +52,7 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
         help="torch.compile the model (equal up to float rounding; pays on a GPU, not on a small CPU run)",
     )
     p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA only)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    items = list(a.config) + ([] if a.steps is None else [f"steps={a.steps}"])
-    return override(PRESETS[a.preset], items), a
+    return options.config_of(p, argv, Config)
 
 
 def summary(errs: torch.Tensor) -> dict[str, float]:
@@ -82,10 +66,6 @@ def run(argv: list[str] | None) -> int:
     check_amp(a.amp, device)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
-    elif device.type == "cpu":
-        n, why = default_threads(sum(p.numel() for p in PoissonModel(config).parameters()))
-        torch.set_num_threads(1 if ranks.world > 1 else n)
-        print(why if ranks.world == 1 else "threads: 1 per process (torchrun)")
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
         check_resume(a.out, describe(config))
@@ -97,7 +77,8 @@ def run(argv: list[str] | None) -> int:
             f"({time.perf_counter() - t0:.1f}s)"
         )
         trained = train.train(
-            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp
+            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp,
+            threads=a.threads,
         )
         if not ranks.main:
             ranks.barrier()  # leave the group together with rank 0, once it has written its report

@@ -1,6 +1,6 @@
 """``python -m examples.poisson.generalise``: a trained model on source families it was not trained on.
 
-For each family of :mod:`examples.poisson.families` it prints the relative L² error of the model against
+For each family of :mod:`training.tasks.poisson.families` it prints the relative L² error of the model against
 the exact spectral solution (mean / median / max) and the *floor*: the error of the exact solution of the
 source cut to the model's input modes, itself cut to its output modes -- what reading ``modes`` terms and
 writing ``out_modes`` terms loses before any learning (for ``modes24`` / ``modes32``, mostly the dropped
@@ -17,10 +17,9 @@ from pathlib import Path
 import torch
 
 from training import Parser, run_cli
-
-from . import data, families
-from .model import PoissonModel, load
-from .solver import PoissonSolver
+from training.tasks.poisson import data, families
+from training.tasks.poisson.model import PoissonModel, load
+from training.tasks.poisson.solver import PoissonSolver
 
 #: data seeds of the family sets (disjoint from the training seeds ``3 s``, ``3 s + 1``, ``3 s + 2``)
 SEED = 10_000

@@ -9,21 +9,19 @@ A run extended past its first ``steps`` keeps the one-cycle schedule's final lea
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
-from training.checkpoint import TrainingState
-from training.loop import Progress
+from training.loop import FitOptions, Optimised
 from training.speed import autocast, check_amp, compiled
-
-from . import data
-from .config import Config
-from .model import CHECKPOINT, PoissonModel, X, Y
+from training.tasks.poisson import data
+from training.tasks.poisson.config import Config
+from training.tasks.poisson.model import CHECKPOINT, SPEC, PoissonModel, X, Y
 
 __all__ = ["CHECKPOINT", "PoissonModel", "PoissonTask", "Trained", "X", "Y", "build", "errors", "predict", "train"]
 
@@ -45,7 +43,7 @@ def errors(model: PoissonModel, d: data.PoissonData, device: torch.device) -> Te
     return data.relative_l2(predict(model, d.f.to(device)), d.g)
 
 
-class PoissonTask(TrainingState):
+class PoissonTask(Optimised):
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
 
     def __init__(
@@ -84,17 +82,12 @@ class PoissonTask(TrainingState):
         with autocast(self.amp, self.device):
             pred = self.net(self.f[idx])
         loss = relative_sq(pred.to(self.g.dtype), self.g[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        if self.config.clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
-        self.optimiser.step()
-        if self.schedule.last_epoch < self.schedule.total_steps:  # an extended run keeps the final rate
-            self.schedule.step()
+        self.optimise(loss, clip=self.config.clip)
         return loss
 
     def evaluate(self) -> dict[str, float]:
         return {"held_out_rel_l2": float(errors(self.model, self.splits.test, self.device).mean())}
+
 
 
 def build(
@@ -116,27 +109,16 @@ def train(
     out: Path | None,
     device: torch.device | str = "cpu",
     *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
-    ranks: Ranks = SINGLE,
     compile: bool = False,
     amp: bool = False,
+    **options: Unpack[FitOptions],
 ) -> Trained[PoissonModel]:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, splits, torch.device(device), ranks, compile=compile, amp=amp)
-    run = fit_config(
-        task,
-        config,
-        out,
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --config lr= or a --config clip= (gradient-norm clipping)",
-        ranks=ranks,
-    )
+    task = build(config, splits, torch.device(device), options.get("ranks", SINGLE), compile=compile, amp=amp)
+    fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run)

@@ -5,6 +5,6 @@ parameter count with the shared loop (checkpoints, resume) and prints their test
 :mod:`examples.tree_listops.__main__`); :func:`load` returns a trained model from its run directory.
 """
 
-from .model import ListOpsModel, load
+from training.tasks.tree_listops import ListOpsModel, load
 
 __all__ = ["ListOpsModel", "load"]

@@ -1,7 +1,7 @@
 """``python -m examples.tree_listops``: Treeformer vs Vector Transformer (equal parameter count) vs a fold.
 
 Trains each model named by ``--models`` (``tree-mean``, ``tree-sum``, ``vector``, ``fold``; see
-:mod:`examples.tree_listops.model`) in turn with the shared loop (:func:`training.fit`) and
+:mod:`training.tasks.tree_listops.model`) in turn with the shared loop (:func:`training.fit`) and
 prints its train and test accuracy, the test accuracy by nesting depth, and the accuracy on a split
 nested deeper than any training expression (``--deep N --deepest D``: ``N`` expressions nesting
 ``4 .. D`` levels; ``--deep 0`` skips it). Writes ``OUT/report.json`` (results, histories, device, torch) and a
@@ -25,60 +25,42 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from training import (
-    Parser,
     RunDir,
     UserError,
     check_batch,
     check_resume,
     describe,
     device_of,
-    override,
+    options,
     run_cli,
     setup,
 )
-from training.cli import out_dir, threads
+from training.tasks.tree_listops import data
+from training.tasks.tree_listops.config import MODELS, PRESETS, Config, ModelKind
 
-from . import data, train
-from .config import MODELS, PRESETS, Config, ModelKind
+from . import train
 
 PROG = "python -m examples.tree_listops"
 
 
 def parse(argv: list[str] | None = None) -> tuple[Config, list[ModelKind], argparse.Namespace]:
     """The config (preset, then ``--config`` items, then ``--FIELD`` options; validated), the models, the rest."""
-    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
-    for f in dataclasses.fields(Config):
-        names = [f"--{f.name}"] + ([f"--{f.name.replace('_', '-')}"] if "_" in f.name else [])
-        p.add_argument(*names, dest=f"field_{f.name}", metavar="VALUE", help=f"shorthand for --config {f.name}=VALUE")
+    out_help = "report.json and MODEL/checkpoint.pt go here"
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out="runs/tree_listops", out_help=out_help)
     p.add_argument(
         "--models",
         default="tree-mean,tree-sum,vector",
         help=f"comma-separated, of: {', '.join(MODELS)} (default: all but fold, which wants --preset fold)",
     )
-    p.add_argument(
-        "--out", type=out_dir, default=Path("runs/tree_listops"), help="report.json and MODEL/checkpoint.pt go here"
-    )
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    items = list(a.config)
-    for f in dataclasses.fields(Config):
-        value = getattr(a, f"field_{f.name}")
-        if value is not None:
-            items.append(f"{f.name}={value}")
-    return override(PRESETS[a.preset], items), models_of(a.models), a
+    config, a = options.config_of(p, argv, Config)
+    return config, models_of(a.models), a
 
 
 def models_of(text: str) -> list[ModelKind]:
@@ -102,7 +84,8 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     config, models, a = parse(argv)
     ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
     check_batch(config.batch, ranks)
-    torch.set_num_threads(a.threads)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
     results: dict[str, dict[str, Any]] = {}
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
     with RunDir(a.out) if ranks.main else contextlib.nullcontext():
@@ -125,7 +108,9 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
             "results": {},
         }
         for name in models:
-            trained = train.train(config, name, splits, a.out / name, device, progress=not a.no_progress, ranks=ranks)
+            trained = train.train(
+                config, name, splits, a.out / name, device, progress=not a.no_progress, ranks=ranks, threads=a.threads
+            )
             if not ranks.main:
                 continue
             sample = data.Split(splits.train.exprs[:2000], splits.train.labels[:2000])

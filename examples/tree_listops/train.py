@@ -14,19 +14,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
-from training.checkpoint import TrainingState
-from training.loop import Progress
-
-from .config import Config, ModelKind
-from .data import Split, Splits, nesting
-from .model import CHECKPOINT, ListOpsModel
+from training.loop import FitOptions, Optimised
+from training.tasks.tree_listops.config import Config, ModelKind
+from training.tasks.tree_listops.data import Split, Splits, nesting
+from training.tasks.tree_listops.model import CHECKPOINT, SPEC, ListOpsModel
 
 __all__ = [
     "CHECKPOINT",
@@ -68,7 +66,7 @@ def rate(steps: int) -> Callable[[int], float]:
     return f
 
 
-class ListOpsTask(TrainingState):
+class ListOpsTask(Optimised):
     """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
 
     def __init__(
@@ -91,15 +89,14 @@ class ListOpsTask(TrainingState):
         idx = self.ranks.shard(torch.randint(len(train), (self.config.batch,), generator=self.sampler)).tolist()
         logits = self.net([train.exprs[i] for i in idx])
         loss = nn.functional.cross_entropy(logits, self.labels[idx])
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=CLIP)
         return loss
 
     def evaluate(self) -> dict[str, float]:
         return {"test_accuracy": accuracy(self.model, self.splits.test)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
         # the rate at the step reached, on this run's schedule: what was saved unless --steps grew (then the
         # cosine of the new total takes over at once)
         f = rate(self.config.steps)
@@ -123,27 +120,13 @@ def train(
     splits: Splits,
     out: Path | None,
     device: torch.device | str = "cpu",
-    *,
-    progress: bool = True,
-    stop_after: int | None = None,
-    on_step: Callable[[Progress], None] | None = None,
-    ranks: Ranks = SINGLE,
+    **options: Unpack[FitOptions],
 ) -> Trained[ListOpsModel]:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps.
 
     SIGINT/SIGTERM finish the current step, write a checkpoint and raise
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
-    task = build(config, kind, splits, torch.device(device), ranks)
-    run = fit_config(
-        task,
-        config,
-        out,
-        extra={"model": kind},
-        progress=progress,
-        stop_after=stop_after,
-        on_step=on_step,
-        fix="try a smaller --lr",
-        ranks=ranks,
-    )
+    task = build(config, kind, splits, torch.device(device), options.get("ranks", SINGLE))
+    run = fit_config(task, config, out, extra={"model": kind}, meta=SPEC.meta(), fix="try a smaller --lr", **options)
     return Trained.of(task.model, run)

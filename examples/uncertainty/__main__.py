@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from training import Parser, describe, override, run_cli
-from training.cli import output_file, threads
+from training import RunDir, describe, options, run_cli
+from training.cli import output_file
 
 from . import data, train
 from .config import PRESETS, Config
@@ -26,7 +26,7 @@ from .model import GaussianMLP, MixtureTransformer, count
 PROG = "python -m examples.uncertainty"
 
 
-def compare(config: Config, *, progress: bool = True) -> dict[str, Any]:
+def compare(config: Config, *, progress: bool = True, threads: int | None = None) -> dict[str, Any]:
     """Train both models on the seeded task; their parameter counts, test metrics and training seconds."""
     train_split, test_split = data.task(config.train, config.test, config.seed)
     torch.manual_seed(config.seed)
@@ -36,7 +36,7 @@ def compare(config: Config, *, progress: bool = True) -> dict[str, Any]:
     report: dict[str, Any] = {"config": describe(config), "oracle_nll": test_split.oracle_nll, "models": {}}
     for name, model in (("mixture_transformer", mixture), ("gaussian_mlp", gaussian)):
         start = time.perf_counter()
-        trained = train.train(name, model, config, train_split, test_split, progress=progress)
+        trained = train.train(name, model, config, train_split, test_split, progress=progress, threads=threads)
         final = train.metrics(model, test_split, config.points)
         report["models"][name] = {
             "parameters": count(model),
@@ -60,17 +60,17 @@ def table(report: dict[str, Any]) -> str:
 
 
 def run(argv: list[str] | None) -> int:
-    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE")
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, cuda=False, out_help="write report.json here")
     p.add_argument("--json", type=output_file, default=None, help="also write the report (with histories) here")
-    p.add_argument("--threads", type=threads, default=1, help="torch threads (default 1)")
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    config = override(PRESETS[a.preset], a.config)
-    torch.set_num_threads(a.threads)
-    report = compare(config, progress=not a.no_progress)
+    config, a = options.config_of(p, argv, Config)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    report = compare(config, progress=not a.no_progress, threads=a.threads)
     print(table(report))
+    if a.out is not None:
+        with RunDir(a.out):
+            (a.out / "report.json").write_text(json.dumps(report, indent=1))
+        print(f"wrote {a.out / 'report.json'}")
     if a.json is not None:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(report, indent=1))

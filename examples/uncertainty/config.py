@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
-from training import at_least, between, validate
+from training import at_least, between
+from training.config import Checked
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines a run.
 
     Attributes:
@@ -35,19 +34,6 @@ class Config:
     eval_every: int = at_least(500, 1)
     points: int = at_least(8, 1)
     seed: int = at_least(0, 0)
-
-    def __post_init__(self) -> None:
-        validate(
-            self,
-            lambda c: (
-                None
-                if c.width % c.heads == 0
-                else f"config fields width={c.width}, heads={c.heads}: heads must divide width"
-            ),
-        )
-
-    def replace(self, **changes: Any) -> Config:
-        return dataclasses.replace(self, **changes)
 
 
 PRESETS: dict[str, Config] = {

@@ -11,6 +11,7 @@ conditional mean.
 from __future__ import annotations
 
 import math
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
@@ -19,7 +20,7 @@ from torch import distributions as td
 from applicative import counit
 from instances import quadrature
 from training import Trained, describe, fit
-from training.checkpoint import TrainingState
+from training.loop import FitOptions, Optimised
 
 from . import data
 from .config import Config
@@ -42,7 +43,7 @@ def metrics(model: nn.Module, split: data.Split, points: int, chunk: int = 2048)
     return {"nll": nll / n, "coverage50": in50 / n, "coverage90": in90 / n, "mean_rmse": math.sqrt(sq / n)}
 
 
-class RegressionTask(TrainingState):
+class RegressionTask(Optimised):
     """One seeded run of one model: Adam, the schedule, the batch sampler, the test split."""
 
     def __init__(self, model: nn.Module, config: Config, train: data.Split, test: data.Split) -> None:
@@ -57,11 +58,7 @@ class RegressionTask(TrainingState):
         idx = torch.randint(0, len(self.train.x), (self.config.batch,), generator=self.sampler)
         dist: td.Distribution = self.model(self.train.x[idx])
         loss = -dist.log_prob(self.train.y[idx]).mean()
-        self.optimiser.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimiser.step()
-        self.schedule.step()
+        self.optimise(loss, clip=1.0)
         return loss.detach()
 
     def evaluate(self) -> dict[str, float]:
@@ -72,8 +69,9 @@ class RegressionTask(TrainingState):
             self.model.train()
 
 
+
 def train(
-    name: str, model: nn.Module, config: Config, train: data.Split, test: data.Split, *, progress: bool = True
+    name: str, model: nn.Module, config: Config, train: data.Split, test: data.Split, **options: Unpack[FitOptions]
 ) -> Trained[nn.Module]:
     """Train ``model`` to ``config.steps`` (no checkpoints: a run is a few minutes at most)."""
     task = RegressionTask(model, config, train, test)
@@ -84,7 +82,7 @@ def train(
         out=None,
         eval_every=config.eval_every,
         checkpoint_every=config.steps,
-        progress=progress,
         fix="try a smaller --config lr=",
+        **options,
     )
     return Trained.of(model, run)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from training import at_least, validate
+from training import at_least
+from training.config import Checked
 
 ModelKind = Literal["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines a run.
 
     Attributes:
@@ -47,16 +47,11 @@ class Config:
     limit: int = at_least(0, 0)
     seed: int = at_least(0, 0)
 
-    def __post_init__(self) -> None:
-        validate(self, _consistent)
-
-    def replace(self, **changes: Any) -> Config:
-        return dataclasses.replace(self, **changes)
+    def consistent(self) -> str | None:
+        return _consistent(self)
 
 
 def _consistent(c: Config) -> str | None:
-    if c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width"
     # the last 10% of the characters validate: they must hold one window of context + 1 characters
     least = 10 * (c.context + 2)
     if 0 < c.limit and c.limit - math.floor(0.9 * c.limit) < c.context + 2:

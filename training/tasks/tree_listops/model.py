@@ -14,7 +14,7 @@ both have ``len(VOCAB) + levels`` input features, so parameter counts are identi
   Transformer, as in Long Range Arena).
 
 ``fold`` is another kind of model, not an encoder: :class:`models.TreeFold` folds the expression trees
-of :mod:`examples.tree_listops.nodes` (digits at the leaves, ``(OP, closes)`` at the nodes) bottom up with
+of :mod:`training.tasks.tree_listops.nodes` (digits at the leaves, ``(OP, closes)`` at the nodes) bottom up with
 a learned node cell of state ``width`` and hidden size ``hidden``, and a linear classifier reads the
 root's state. It is given the gold structure *and* the operators at the nodes, as Tree-LSTMs on ListOps
 are; its parameter count differs from the encoders'.
@@ -22,8 +22,8 @@ are; its parameter count differs from the encoders'.
 ``load(run_dir)`` returns a ready :class:`ListOpsModel` (eval mode) from a checkpoint (read with
 ``weights_only=True``)::
 
-    from examples.tree_listops import load
-    from examples.tree_listops.data import generate
+    from training.tasks.tree_listops import load
+    from training.tasks.tree_listops.data import generate
     model = load("runs/tree_listops/tree-mean")   # or load("runs/tree_listops", "tree-mean")
     digits = model.predict(generate(10, seed=7).exprs)
 """
@@ -40,8 +40,8 @@ from torch import Tensor, nn
 from applicative import Field, Linear
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
-from training import CheckpointError
-from training.checkpoint import load_model, run_path
+from training import CheckpointError, registry
+from training.checkpoint import run_path
 
 from .config import MODELS, Config, ModelKind
 from .data import VOCAB, Expr, flat_batch, tree_batch
@@ -180,7 +180,9 @@ def load(run_dir: str | Path, kind: ModelKind | None = None, device: torch.devic
     model (``kind`` may be left out when ``OUT`` holds one model only).
     """
     path = checkpoint_path(run_path(run_dir, "examples.tree_listops"), kind)
-    return load_model(path, _build, device, "examples.tree_listops", "a ListOps model")
+    model = registry.load(path.parent, device, task=SPEC.name)
+    assert isinstance(model, ListOpsModel)
+    return model
 
 
 def _build(blob: dict[str, Any]) -> ListOpsModel:
@@ -189,3 +191,7 @@ def _build(blob: dict[str, Any]) -> ListOpsModel:
     if found not in MODELS:
         raise ValueError(f"its model {found!r} is not one of {', '.join(MODELS)}")
     return ListOpsModel(Config(**fields), found)
+
+
+#: the ListOps models as :func:`training.load` knows them
+SPEC = registry.TaskSpec("tree_listops", 1, ListOpsModel, _build, "examples.tree_listops", "a ListOps model")

@@ -1,7 +1,7 @@
 """ListOps as expression trees: the digits are the leaves, the operators sit at the internal nodes.
 
 The third view of an expression (beside the flat tokens and the Treeformer's tree in
-:mod:`examples.tree_listops.data`), for folding models (:class:`models.TreeFold`). ListOps operators are
+:mod:`training.tasks.tree_listops.data`), for folding models (:class:`models.TreeFold`). ListOps operators are
 n-ary, so each ``[OP a1 ... ak]`` becomes a balanced binary tree over its arguments (``k - 1`` internal
 nodes; the tree's depth grows by ``ceil(log2 k)`` per nesting level), and every one of those nodes
 carries the code ``(OP, closes)``: ``closes`` marks the top node of the operator's group, where the

@@ -35,7 +35,7 @@ from applicative import (
     mul_mmt,
 )
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
-from training.checkpoint import load_model, run_path
+from training import registry
 
 from .config import Config, ModelKind
 
@@ -133,8 +133,9 @@ class CharLM(nn.Module):
 
 def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
     """The trained model of a run directory (``python -m examples.lm --out run_dir``), in eval mode."""
-    path = run_path(run_dir, "examples.lm") / CHECKPOINT
-    return load_model(path, _build, device, "examples.lm", "a language model")
+    model = registry.load(run_dir, device, task=SPEC.name)
+    assert isinstance(model, CharLM)
+    return model
 
 
 def _build(blob: dict[str, Any]) -> CharLM:
@@ -142,3 +143,7 @@ def _build(blob: dict[str, Any]) -> CharLM:
     if not isinstance(vocab, str) or not vocab:
         raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str")
     return CharLM(Config(**blob["config"]), vocab)
+
+
+#: the character-level language models as :func:`training.load` knows them
+SPEC = registry.TaskSpec("lm", 1, CharLM, _build, "examples.lm", "a language model")

@@ -13,7 +13,7 @@ Two views of one expression:
   ``(OP, args)`` where ``args`` is the balanced binary tree of its arguments.
   So the operator is the leftmost leaf of its subtree, and the structure the
   brackets encode is the tree's shape instead;
-* **an expression tree** (for the fold model, :mod:`examples.tree_listops.nodes`):
+* **an expression tree** (for the fold model, :mod:`training.tasks.tree_listops.nodes`):
   the digits are the leaves and the operators sit at the internal nodes.
 
 The training and test splits nest at most :data:`DEPTH` = 3 levels; an optional

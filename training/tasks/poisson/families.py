@@ -1,7 +1,7 @@
 r"""Source families beyond the training distribution: spectra, structure and amplitude the model never saw.
 
 Every family draws Chebyshev coefficient matrices ``(count, m, m)`` (float64, seeded); the exact solutions
-come from :class:`~examples.poisson.solver.PoissonSolver` (see :func:`make`). The families:
+come from :class:`~training.tasks.poisson.solver.PoissonSolver` (see :func:`make`). The families:
 
 * ``decaying``: the training family's first half, ``f_kl = z_kl ρ^{k+l}`` (``ρ = 0.7``, modes ``< 12``);
 * ``ood``: the historical out-of-distribution set: ``ρ = 0.85``, all ``n`` modes;

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from training import at_least, validate
+from training import at_least
+from training.config import Checked
 
 from .data import Family
 
@@ -17,7 +17,7 @@ Sequence = Literal["x", "xy"]
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines a training run (and so its checkpoint); validated on construction.
 
     Attributes:
@@ -34,7 +34,7 @@ class Config:
         dtype: the model's float type.
         reader: how ``log a`` reaches the network: ``"interpolant"`` (its ``modes x modes`` Chebyshev
             interpolant, the first design) or ``"grid"`` (cross-attention from learned queries on the
-            Chebyshev domain onto the grid's samples, :class:`~examples.darcy.model.GridReader`).
+            Chebyshev domain onto the grid's samples, :class:`~training.tasks.darcy.model.GridReader`).
         sequence: the Transformer's sequence: ``"x"`` (features: functions of ``y``; the 1D Funcformer) or
             ``"xy"`` (the whole domain ``Pairs(X, Y)``, channels as features); ``"xy"`` needs ``reader="grid"``.
         domain_normalise: attention normalisation over the domain when ``sequence="xy"`` (``"linear"``: the
@@ -73,17 +73,11 @@ class Config:
     reader_width: int = at_least(0, 0)
     frequencies: int = at_least(8, 0)
 
-    def __post_init__(self) -> None:
-        validate(self, _consistent)
-
-    def replace(self, **changes: Any) -> Config:
-        """A copy with ``changes`` (validated)."""
-        return dataclasses.replace(self, **changes)
+    def consistent(self) -> str | None:
+        return _consistent(self)
 
 
 def _consistent(c: Config) -> str | None:
-    if c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
     if c.modes + 2 > c.points:
         return (
             f"config fields modes={c.modes}, points={c.points}: the solution series has modes + 2 terms per axis, "

@@ -6,7 +6,7 @@ A source is :math:`f(x, y) = \sum_{k,l < n} f_{kl} T_k(x) T_l(y)` with
 
 and :math:`f_{kl} = 0` for :math:`k \ge m` or :math:`l \ge m` (the highest ``n - m`` modes are zero,
 as in the design source); each source is scaled to unit :math:`L^2([-1,1]^2)` norm. The solution
-:math:`g = \Delta^{-1} f` (zero on the boundary) is computed by :class:`~examples.poisson.solver.PoissonSolver`
+:math:`g = \Delta^{-1} f` (zero on the boundary) is computed by :class:`~training.tasks.poisson.solver.PoissonSolver`
 at degree ``N`` (exact to rounding for these data; the ``(N+1)^2`` coefficients are kept so that errors
 are measured against the whole function, not its truncation to ``n x n``).
 
@@ -127,7 +127,7 @@ def splits(
     """Train / held-out test (same distribution, disjoint seeds) / out-of-distribution sets.
 
     ``sources``: the training (and held-out) law, ``"decaying"`` (:data:`IN_DISTRIBUTION`) or ``"mixed"``
-    (:func:`examples.poisson.families.training_sources`). With ``cache``, the tensors are saved there
+    (:func:`training.tasks.poisson.families.training_sources`). With ``cache``, the tensors are saved there
     (``torch.save``) and reloaded when the arguments match.
     """
     if sources not in ("decaying", "mixed"):

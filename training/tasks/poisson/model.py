@@ -5,7 +5,7 @@
 too). :func:`solve` takes a source as a callable ``f(x, y)`` or as values on a grid, and returns the
 predicted solution ``g`` (``Δg = f``, ``g = 0`` on the boundary) on any grid::
 
-    from examples.poisson import load, solve
+    from training.tasks.poisson import load, solve
     model = load("runs/poisson")
     g = solve(model, lambda x, y: torch.sin(3 * x) * y, x=torch.linspace(-1, 1, 101), y=torch.linspace(-1, 1, 101))
 """
@@ -23,7 +23,7 @@ from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax,
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled
-from training.checkpoint import load_model, run_path
+from training import registry
 
 from .config import Config
 from .data import l2_norm_sq, pad
@@ -114,7 +114,8 @@ class PoissonModel(nn.Module):
         f = pad(f, m)
         if self.config.sequence == "xy":
             u = Field(f.flatten(-2).unsqueeze(-1), (self.domain, Vector(1)))
-            return self.net(u).tensor.squeeze(-1).unflatten(-1, (m, m))
+            out = self.net(u).tensor.squeeze(-1)
+            return out.reshape(*out.shape[:-1], m, m)  # (batch, m·m) -> (batch, m, m)
         return self.net(Field(f, (self.domain.a, self.domain.b))).tensor
 
     def forward(self, f: Tensor) -> Tensor:
@@ -129,9 +130,16 @@ class PoissonModel(nn.Module):
 
 def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonModel:
     """The trained model of a run directory (``python -m examples.poisson --out run_dir``), in eval mode."""
-    path = run_path(run_dir, "examples.poisson") / CHECKPOINT
-    build = lambda blob: PoissonModel(Config(**blob["config"]))  # noqa: E731
-    return load_model(path, build, device, "examples.poisson", "a Poisson model")
+    model = registry.load(run_dir, device, task=SPEC.name)
+    assert isinstance(model, PoissonModel)
+    return model
+
+
+#: the Poisson operator as :func:`training.load` knows it
+SPEC = registry.TaskSpec(
+    "poisson", 1, PoissonModel, lambda blob: PoissonModel(Config(**blob["config"])), "examples.poisson",
+    "a Poisson model",
+)
 
 
 Source = Callable[[Tensor, Tensor], Tensor] | Tensor

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from training import between, validate
+from training import between
+from training.config import Checked
 
 from .data import DEPTH
 
@@ -27,7 +27,7 @@ def _at_least(default: Any, least: float) -> Any:
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines one model's training run (and so its checkpoint); validated on construction.
 
     Attributes:
@@ -62,18 +62,6 @@ class Config:
     eval_every: int = _at_least(200, 1)
     checkpoint_every: int = _at_least(100, 1)
 
-    def __post_init__(self) -> None:
-        validate(self, _consistent)
-
-    def replace(self, **changes: Any) -> Config:
-        """A copy with ``changes`` (validated)."""
-        return dataclasses.replace(self, **changes)
-
-
-def _consistent(c: Config) -> str | None:
-    if c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
-    return None
 
 
 PRESETS: dict[str, Config] = {

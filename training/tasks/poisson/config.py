@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from training import at_least, validate
+from training import at_least
+from training.config import Checked
 
 Normalisation = Literal["softmax", "coefficient", "linear"]
 ModelKind = Literal["vector", "chebyshev"]
@@ -16,7 +16,7 @@ Sequence = Literal["x", "xy"]
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Checked):
     """Everything that determines a training run (and so its checkpoint); validated on construction.
 
     Attributes:
@@ -46,7 +46,7 @@ class Config:
         key_size, value_size: query/key and value sizes per attention head (``0``: ``width // heads``, or the
             key size); a ``"vector"`` model only. Attention's rank along ``x`` is at most the key size per head.
         sources: the training law: ``"decaying"`` (``ρ = 0.7``, 12 of 16 modes) or ``"mixed"``
-            (:func:`examples.poisson.families.training_sources`: every resolved mode excited).
+            (:func:`training.tasks.poisson.families.training_sources`: every resolved mode excited).
     """
 
     modes: int = at_least(16, 2)
@@ -79,19 +79,11 @@ class Config:
     key_size: int = at_least(0, 0)
     value_size: int = at_least(0, 0)
 
-    def __post_init__(self) -> None:
-        validate(self, _consistent)
-
-    def replace(self, **changes: Any) -> Config:
-        """A copy with ``changes`` (validated)."""
-        return dataclasses.replace(self, **changes)
+    def consistent(self) -> str | None:
+        return _consistent(self)
 
 
 def _consistent(c: Config) -> str | None:
-    if c.model == "vector" and c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (the model splits into heads)"
-    if c.model == "chebyshev" and c.width % c.heads:
-        return f"config fields width={c.width}, heads={c.heads}: heads must divide width (Chebyshev(width) splits)"
     if c.out_modes and c.out_modes < c.modes:
         return f"config fields out_modes={c.out_modes}, modes={c.modes}: out_modes must be 0 or at least modes"
     if c.domain_modes and c.domain_modes < c.modes:

@@ -1,0 +1,177 @@
+"""`training.load(run_dir)`: one route from any task's run directory to a ready model.
+
+Each task's program trains a tiny run for two steps; the model `training.load` rebuilds from the
+checkpoint alone must equal the one training left in memory (its weights and its outputs). A
+checkpoint of another task, of another task version, or of another checkpoint format is refused in
+one line naming both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import training
+from training import CheckpointError
+from training.tasks import darcy, lm, poisson, tree_listops
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    from examples.poisson import train
+
+    cfg = poisson.PRESETS["tiny"]
+    splits = poisson.data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    model = train.train(cfg, splits, out, progress=False, stop_after=2).model
+    return model, lambda m: m(splits.test.f[:4])
+
+
+def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    from examples.darcy import train
+
+    cfg = darcy.PRESETS["tiny"]
+    splits = darcy.data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
+    trained, _ = train.train(cfg, splits, out, progress=False, stop_after=2)
+    x = darcy.model.input_coefficients(splits.test, cfg.modes).float()[:4]
+    return trained.model, lambda m: m(x)
+
+
+def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    from examples.lm import train
+
+    cfg = lm.PRESETS["tiny"]
+    corpus = lm.data.corpus(cfg.limit or None)
+    model = train.train(cfg, corpus, out, progress=False, stop_after=2).model
+    return model, lambda m: m(corpus.valid[None, : cfg.context].to(torch.long))
+
+
+def _listops(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    from examples.tree_listops import train
+
+    cfg = tree_listops.PRESETS["tiny"]
+    splits = tree_listops.data.splits(cfg.train, cfg.test, cfg.seed)
+    model = train.train(cfg, "tree-mean", splits, out / "tree-mean", progress=False, stop_after=2).model
+    return model, lambda m: m(splits.test.exprs[:8])
+
+
+RUNS: dict[str, Callable[[Path], tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]]] = {
+    "poisson": _poisson,
+    "darcy": _darcy,
+    "lm": _lm,
+    "tree_listops": _listops,
+}
+CLASSES: dict[str, type[nn.Module]] = {
+    "poisson": poisson.PoissonModel,
+    "darcy": darcy.DarcyModel,
+    "lm": lm.CharLM,
+    "tree_listops": tree_listops.ListOpsModel,
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, nn.Module, Any]]:
+    done = {}
+    for name, run in RUNS.items():
+        out = tmp_path_factory.mktemp(name)
+        with torch.random.fork_rng():
+            torch.set_num_threads(1)
+            model, predict = run(out)
+        done[name] = (out, model.eval(), predict)
+    return done
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_load_rebuilds_each_task_from_its_run_directory(name: str, runs: dict[str, Any]) -> None:
+    out, trained, predict = runs[name]
+    model = training.load(out)
+    assert type(model) is CLASSES[name] and not model.training
+    for (k, p), (j, q) in zip(trained.state_dict().items(), model.state_dict().items(), strict=True):
+        assert k == j and torch.equal(p.cpu(), q), k
+    with torch.no_grad():
+        torch.testing.assert_close(predict(model), predict(trained), rtol=0, atol=0)
+    # the task's own load is the same route, and says the task it expects
+    assert type(training.load(out, task=name)) is CLASSES[name]
+
+
+def test_the_checkpoint_says_what_it_holds(runs: dict[str, Any]) -> None:
+    for name, (out, trained, _) in runs.items():
+        path = training.registry.checkpoint_in(out)
+        meta = torch.load(path, weights_only=True)["meta"]
+        assert meta == {"task": name, "model": f"{type(trained).__module__}.{type(trained).__qualname__}",
+                        "version": 1}
+
+
+def test_another_tasks_checkpoint_is_refused_naming_both(runs: dict[str, Any]) -> None:
+    out = runs["darcy"][0]
+    with pytest.raises(CheckpointError) as caught:
+        poisson.load(out)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "'darcy' (DarcyModel, version 1)" in message and "'poisson' (PoissonModel, version 1)" in message
+    with pytest.raises(CheckpointError, match="'lm'.*not task 'tree_listops'"):
+        training.load(runs["lm"][0], task="tree_listops")
+
+
+def _rewritten(src: Path, dst: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    blob = torch.load(training.registry.checkpoint_in(src), weights_only=True)
+    change(blob)
+    dst.mkdir()
+    torch.save(blob, dst / "checkpoint.pt")
+    return dst
+
+
+def test_another_version_is_refused_naming_both(runs: dict[str, Any], tmp_path: Path) -> None:
+    def newer(blob: dict[str, Any]) -> None:
+        blob["meta"]["version"] = 7
+
+    out = _rewritten(runs["poisson"][0], tmp_path / "v7", newer)
+    with pytest.raises(CheckpointError) as caught:
+        training.load(out)
+    message = str(caught.value)
+    assert "\n" not in message and "version 7" in message and "version 1" in message
+
+    def other_format(blob: dict[str, Any]) -> None:
+        blob["format"] = 99
+
+    out = _rewritten(runs["poisson"][0], tmp_path / "f99", other_format)
+    with pytest.raises(CheckpointError, match="format 99.*reads format 1"):
+        training.load(out)
+
+
+def test_an_older_checkpoint_loads_when_its_task_is_named(runs: dict[str, Any], tmp_path: Path) -> None:
+    out = _rewritten(runs["poisson"][0], tmp_path / "old", lambda blob: blob.pop("meta"))
+    with pytest.raises(CheckpointError, match="does not record its task.*task="):
+        training.load(out)
+    model = poisson.load(out)
+    assert torch.equal(model.out_scale, runs["poisson"][1].out_scale)
+
+
+def test_unknown_tasks_and_missing_runs_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="no task called 'nope'; known tasks: poisson, darcy"):
+        training.load(tmp_path, task="nope")
+    with pytest.raises(CheckpointError, match="no checkpoint there"):
+        training.load(tmp_path)
+
+
+def test_a_users_task_registers(tmp_path: Path) -> None:
+    spec = training.TaskSpec("mine", 1, nn.Linear, lambda blob: nn.Linear(blob["config"]["n"], 1), "mine", "a line")
+    training.register(spec)
+    weights = nn.Linear(3, 1).state_dict()
+    blob = {"format": 1, "meta": spec.meta(), "config": {"n": 3}, "task": {"model": weights}}
+    torch.save(blob, tmp_path / "checkpoint.pt")
+    model = training.load(tmp_path)
+    assert isinstance(model, nn.Linear) and torch.equal(model.weight, weights["weight"])
+    with pytest.raises(ValueError, match="built-in"):
+        training.register(training.TaskSpec("poisson", 1, nn.Linear, spec.build, "x", "y"))

@@ -1,0 +1,103 @@
+"""The options every training program shares, derived once from its config dataclass.
+
+:func:`program` makes the parser: ``--preset``, ``--config FIELD=VALUE`` (repeatable), ``--steps N``,
+``--out DIR``, ``--device``, ``--threads``, ``--no-progress``; a program adds its own options to it.
+:func:`parse` then adds a shorthand ``--FIELD VALUE`` for every config field no option already uses
+(``--lr 3e-3`` is ``--config lr=3e-3``; a program's own option of a field's name, such as a ``--family``
+with choices, sets that field the same way), parses, and builds the config: the preset, then ``--config``
+items, then the shorthands, then ``--steps``, validated field by field. Every mistake is one line
+(:class:`~.cli.Parser`).
+
+Why a hand-written layer rather than a parser derived by a library (tyro, jsonargparse): the configs
+already validate themselves field by field with messages that name the field, the range and the fix;
+this layer only routes strings to them, so every error stays one line and every program keeps its own
+extra options beside the shared ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from .cli import Parser, out_dir, threads
+from .config import override
+from .distributed import device_of
+from .errors import UserError
+
+C = TypeVar("C")
+#: the options every program has; a config field of one of these names is set with --config only
+SHARED = ("preset", "config", "steps", "out", "device", "threads", "no_progress")
+
+
+def program(
+    prog: str,
+    description: str,
+    presets: Mapping[str, Any],
+    *,
+    out: str | None = None,
+    out_help: str = "run directory: checkpoint, report and figures",
+    cuda: bool = True,
+) -> Parser:
+    """A parser with the shared options of a training program whose configs are ``presets``.
+
+    ``out`` is the default run directory (``None``: the program chooses after parsing, or writes none);
+    ``cuda=False`` says the program runs on the CPU only (``--device cuda`` is then a one-line error).
+    """
+    p = Parser(prog=prog, description=description)
+    p.add_argument("--preset", choices=sorted(presets), default="default", help="a named config to start from")
+    p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
+    p.add_argument("--steps", metavar="N", help="training steps (shorthand for --config steps=N)")
+    p.add_argument("--out", type=out_dir, default=None if out is None else Path(out), help=out_help)
+    default_device = "cuda" if cuda and torch.cuda.is_available() else "cpu"
+    p.add_argument(
+        "--device",
+        choices=None if cuda else ["cpu"],
+        default=default_device,
+        help=f"cpu, cuda or cuda:N (default {default_device})" if cuda else "cpu (this program runs on the CPU only)",
+    )
+    p.add_argument(
+        "--threads",
+        type=threads,
+        default=None,
+        help="torch CPU threads (default: chosen for the model's size; 1 for small models, see training.threads)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
+    p.set_defaults(_presets=presets)
+    return p
+
+
+def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Any, argparse.Namespace]:
+    """The validated config and the parsed options of a :func:`program` parser (with per-field shorthands)."""
+    presets: Mapping[str, Any] = p.get_default("_presets")
+    fields = [f.name for f in dataclasses.fields(next(iter(presets.values())))]
+    shorthands, taken = [], []
+    for name in fields:
+        names = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+        try:
+            p.add_argument(*names, dest=f"field_{name}", metavar="VALUE", help=f"shorthand for --config {name}=VALUE")
+        except argparse.ArgumentError:  # the program has an option of that name (--family with choices, say)
+            if name not in SHARED:
+                taken.append(name)
+            continue
+        shorthands.append(name)
+    a = p.parse_args(argv)
+    items = list(a.config)
+    items += [f"{name}={getattr(a, f'field_{name}')}" for name in shorthands if getattr(a, f"field_{name}") is not None]
+    items += [f"{name}={getattr(a, name)}" for name in taken if getattr(a, name, None) is not None]
+    items += [] if a.steps is None else [f"steps={a.steps}"]
+    if not isinstance(a.device, str) or not a.device.strip():
+        raise UserError("argument --device: empty; name a device: cpu, cuda or cuda:N")
+    device_of(a.device)  # exists on this machine: checked before any work
+    return override(presets[a.preset], items), a
+
+
+def config_of(p: argparse.ArgumentParser, argv: list[str] | None, kind: type[C]) -> tuple[C, argparse.Namespace]:
+    """:func:`parse`, with the config's type checked (for the type checker and for a program's tests)."""
+    config, a = parse(p, argv)
+    assert isinstance(config, kind)
+    return config, a
