@@ -163,6 +163,15 @@ def test_unknown_tasks_and_missing_runs_are_one_line(tmp_path: Path) -> None:
         training.load(tmp_path, task="nope")
     with pytest.raises(CheckpointError, match="no checkpoint there"):
         training.load(tmp_path)
+    # the unknown task is named before the directory is searched
+    with pytest.raises(CheckpointError, match="no task called 'nope'"):
+        training.load(tmp_path / "missing", task="nope")
+    # a directory of many runs names a few of them, not all
+    for i in range(9):
+        (tmp_path / f"run{i}").mkdir()
+        (tmp_path / f"run{i}" / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"several trained models \(run0, run1, run2, run3, run4 and 4 more\)"):
+        training.load(tmp_path)
 
 
 def test_a_users_task_registers(tmp_path: Path) -> None:

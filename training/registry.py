@@ -98,8 +98,9 @@ def checkpoint_in(run_dir: Path) -> Path:
     if len(found) == 1:
         return run_dir / found[0] / CHECKPOINT
     if len(found) > 1:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         raise CheckpointError(
-            f"{run_dir}: holds several trained models ({', '.join(found)}); load one of them, "
+            f"{run_dir}: holds several trained models ({shown}); load one of them, "
             f"e.g. load({str(run_dir / found[0])!r})"
         )
     return path
@@ -127,11 +128,13 @@ def load(
     """
     root = run_path(run_dir, "<program> (e.g. examples.poisson)")
     load_device(device)  # before the files: a wrong argument is named first
-    path = checkpoint_in(root)
     expected = None if task is None else spec_of(task)
-    program = expected.program if expected is not None else "the program that trains it"
+    path = checkpoint_in(root)
+    program = expected.program if expected is not None else "examples.poisson (or another program)"
     if not path.exists():
-        raise CheckpointError(f"{path}: no checkpoint there; train one with python -m {program} --out {root}")
+        raise CheckpointError(
+            f"{path}: no checkpoint there; check the path, or train one: python -m {program} --out {root}"
+        )
     blob = load_checkpoint(path, required=("config", "task"))
     meta = blob.get("meta")
     if meta is None:  # written before checkpoints said what they hold: the caller's word is all there is
