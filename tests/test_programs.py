@@ -95,6 +95,22 @@ def test_shared_option_errors_are_one_line() -> None:
         assert says in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_misspelt_option_is_answered_with_the_closest_one() -> None:
+    import difflib
+
+    from training.tasks.darcy import PRESETS
+
+    p = options.program("prog", "d", PRESETS)
+    with pytest.raises(UserError) as caught:
+        options.parse(p, ["--widht", "3"])
+    # the independent reference: difflib over the parser's own long options
+    known = [o for a in p._actions for o in a.option_strings if o.startswith("--")]
+    assert difflib.get_close_matches("--widht", known, n=1)[0] == "--width"
+    assert str(caught.value).endswith("did you mean --width?")
+    with pytest.raises(UserError, match="see --help for the options"):
+        options.parse(p, ["--zzzzzz"])
+
+
 def test_a_programs_own_option_of_a_fields_name_sets_the_field() -> None:
     from training.tasks.darcy import PRESETS, data
 

@@ -8,6 +8,7 @@ every program shares before any work (``type=threads`` and so on): their errors 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable
@@ -28,7 +29,20 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose complaints are :class:`UserError` s: one line, exit status 2, like every other."""
 
     def error(self, message: str) -> NoReturn:
-        raise UserError(message)
+        raise UserError(message + self._suggestion(message))
+
+    def _suggestion(self, message: str) -> str:
+        """``; did you mean --width?`` for a misspelt option (``see --help`` when nothing is close)."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in message[len(prefix) :].split():
+            if word.startswith("-"):
+                close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.7)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return "; see --help for the options"
 
 
 def integer(text: str, least: int, most: int, why: str = "") -> int:

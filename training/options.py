@@ -64,7 +64,7 @@ def program(
         "--threads",
         type=threads,
         default=None,
-        help="torch CPU threads (default: chosen for the model's size; 1 for small models, see training.threads)",
+        help="torch CPU threads (default: the free cores by load average, at most 2 for a small model)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     p.set_defaults(_presets=presets)
