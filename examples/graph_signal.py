@@ -25,24 +25,20 @@ import time
 import torch
 from torch import Tensor
 
-from applicative import Field, Structure, Vector, counit, pointwise2
+from applicative import DataStructure, Field, Vector, counit, pointwise2
 from applicative.laws import run_laws
 from models import encoder
 from training import Parser, run_cli
 from training.cli import bounded
 
 
-class Nodes(Structure):
+class Nodes(DataStructure):
     """Signals on the nodes of a fixed mesh or graph, integrated with a weight per node (its area)."""
+
+    tensors = ("area",)  # its data: moved by .to(device), compared by equality, batched with the values
 
     def __init__(self, area: Tensor) -> None:
         self.size, self.area = area.shape[-1], area.detach().clone()
-
-    def data(self) -> tuple[Tensor, ...]:  # moves with .to(device), is compared by equality
-        return (self.area,)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Nodes:
-        return Nodes(data[0])
 
     def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
         return self.area.to(dtype=dtype, device=device).log()

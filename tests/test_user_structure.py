@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Structure, Vector, attention, counit, scaled_softmax
+from applicative import DataStructure, Field, Structure, Vector, attention, counit, scaled_softmax
 from applicative.laws import check_laws
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,13 +24,13 @@ F64 = torch.float64
 
 def _readme_structure() -> str:
     section = (ROOT / "docs" / "guides" / "structures.md").read_text()
-    match = re.search(r"```python\n.*?\n(class Nodes\(Structure\):.*?)```", section, re.S)
+    match = re.search(r"```python\n.*?\n(class Nodes\(DataStructure\):.*?)```", section, re.S)
     assert match is not None, "the guide's Nodes block is gone"
     return match.group(1)
 
 
 def _nodes_class() -> type[Structure]:
-    namespace: dict[str, object] = {"Structure": Structure, "Tensor": Tensor, "torch": torch}
+    namespace: dict[str, object] = {"DataStructure": DataStructure, "Tensor": Tensor, "torch": torch}
     exec(compile("from __future__ import annotations\n" + _readme_structure(), "structures.md", "exec"), namespace)
     cls = namespace["Nodes"]
     assert isinstance(cls, type) and issubclass(cls, Structure)
