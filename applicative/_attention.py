@@ -65,6 +65,7 @@ class Normalise(abc.ABC):
 
     * :meth:`lower` -- its one lowering: a kernel for the whole attention that equals the generic
       definition (``None``: it has none), with keys after the query hidden when asked ``causal``;
+    * :meth:`lowers` -- whether :meth:`lower` gives a kernel (plain, or ``causal``);
     * :attr:`needs` -- what it needs of the ring (:meth:`~applicative.Ring.has`);
     * :attr:`causal` -- whether key position ``j`` is hidden from query position ``i < j``
       (then the keys' structure needs an order, capability ``ordered``).
@@ -93,6 +94,18 @@ class Normalise(abc.ABC):
         (``instances.EdgeSoftmax``).
         """
         return None
+
+    def lowers(self, *, causal: bool = False) -> bool:
+        """Whether :meth:`lower` gives a kernel (``causal``: for ``Causal(self)``); declare it beside ``lower``.
+
+        The default: a normalisation that overrides :meth:`lower` lowers, causal or not. One whose
+        lowering is not causal (:class:`LinearAttention`) says ``not causal``.
+        """
+        return type(self).lower is not Normalise.lower
+
+    def name(self) -> str:
+        """How errors name this normalisation (its class; ``Causal(Inner)`` for a causal wrapper)."""
+        return type(self).__name__
 
     def check_ring(self, ring: Ring, op: str) -> None:
         """Raise :class:`StructureError` naming ``op`` unless ``ring`` has what this normalisation :attr:`needs`."""
@@ -158,9 +171,15 @@ class Causal(Normalise):
     def needs(self) -> tuple[str, ...]:  # type: ignore[override]
         return self.inner.needs
 
+    def name(self) -> str:
+        return type(self).__name__ if type(self) is not Causal else f"Causal({self.inner.name()})"
+
+    def lowers(self, *, causal: bool = False) -> bool:
+        return self.inner.lowers(causal=True)
+
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         s = scores.structures
-        name = type(self).__name__ if type(self) is not Causal else f"Causal({type(self.inner).__name__})"
+        name = self.name()
         if len(s) < 2 or s[-2].size != s[-1].size:
             raise StructureError(f"{name}: needs scores over (sequence, sequence) of equal size, got axes {s}")
         s[-1].require_order(name)
@@ -229,6 +248,9 @@ class LinearAttention(Normalise):
         self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
     ) -> Field[*I, G] | None:
         return None if causal else galerkin_lowering(self, queries, keys, values)
+
+    def lowers(self, *, causal: bool = False) -> bool:
+        return not causal  # the Galerkin form has no causal mask
 
 
 def scaled_softmax(key_size: int) -> ScaledSoftmax:
@@ -338,14 +360,14 @@ def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
     """Why attention with ``normalise`` over ``ring`` cannot run as one fused kernel (``None``: it can).
 
     Every structure lowers (its measure gives the bias, its metric the factor);
-    what cannot is a normalisation that declares no :meth:`~Normalise.lower`, or a ring
-    without what it :attr:`~Normalise.needs`.
+    what cannot is a normalisation whose :meth:`~Normalise.lowers` says no (it declares no
+    :meth:`~Normalise.lower`, or not a causal one), or a ring without what it :attr:`~Normalise.needs`.
     """
-    if type(normalise).lower is Normalise.lower:
-        return f"{type(normalise).__name__} declares no lowering (Normalise.lower)"
+    if not normalise.lowers():
+        return f"{normalise.name()} declares no lowering (Normalise.lower, asked by Normalise.lowers)"
     missing = [c for c in normalise.needs if not getattr(ring, c)]
     if missing:
-        return f"{type(normalise).__name__} needs a ring with {' and '.join(missing)}, not {ring!r}"
+        return f"{normalise.name()} needs a ring with {' and '.join(missing)}, not {ring!r}"
     return None
 
 
