@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, TypeVarTuple, cast
 
@@ -65,6 +66,7 @@ class Normalise(abc.ABC):
 
     * :meth:`lower` -- its one lowering: a kernel for the whole attention that equals the generic
       definition (``None``: it has none), with keys after the query hidden when asked ``causal``;
+    * :meth:`lowers` -- whether :meth:`lower` gives a kernel (plain, or ``causal``);
     * :attr:`needs` -- what it needs of the ring (:meth:`~applicative.Ring.has`);
     * :attr:`causal` -- whether key position ``j`` is hidden from query position ``i < j``
       (then the keys' structure needs an order, capability ``ordered``).
@@ -93,6 +95,18 @@ class Normalise(abc.ABC):
         (``instances.EdgeSoftmax``).
         """
         return None
+
+    def lowers(self, *, causal: bool = False) -> bool:
+        """Whether :meth:`lower` gives a kernel (``causal``: for ``Causal(self)``); declare it beside ``lower``.
+
+        The default: a normalisation that overrides :meth:`lower` lowers, causal or not. One whose
+        lowering is not causal (:class:`LinearAttention`) says ``not causal``.
+        """
+        return type(self).lower is not Normalise.lower
+
+    def name(self) -> str:
+        """How errors name this normalisation (its class; ``Causal(Inner)`` for a causal wrapper)."""
+        return type(self).__name__
 
     def check_ring(self, ring: Ring, op: str) -> None:
         """Raise :class:`StructureError` naming ``op`` unless ``ring`` has what this normalisation :attr:`needs`."""
@@ -158,9 +172,15 @@ class Causal(Normalise):
     def needs(self) -> tuple[str, ...]:  # type: ignore[override]
         return self.inner.needs
 
+    def name(self) -> str:
+        return type(self).__name__ if type(self) is not Causal else f"Causal({self.inner.name()})"
+
+    def lowers(self, *, causal: bool = False) -> bool:
+        return self.inner.lowers(causal=True)
+
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         s = scores.structures
-        name = type(self).__name__ if type(self) is not Causal else f"Causal({type(self.inner).__name__})"
+        name = self.name()
         if len(s) < 2 or s[-2].size != s[-1].size:
             raise StructureError(f"{name}: needs scores over (sequence, sequence) of equal size, got axes {s}")
         s[-1].require_order(name)
@@ -230,6 +250,9 @@ class LinearAttention(Normalise):
     ) -> Field[*I, G] | None:
         return None if causal else galerkin_lowering(self, queries, keys, values)
 
+    def lowers(self, *, causal: bool = False) -> bool:
+        return not causal  # the Galerkin form has no causal mask
+
 
 def scaled_softmax(key_size: int) -> ScaledSoftmax:
     """The Transformer's softmax with scale ``1 / sqrt(key_size)``."""
@@ -269,13 +292,37 @@ def generic_attention(
     normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]
 ) -> Field[*I, G]:
     """The definition ``normalise(queries · keys) · values``, at each position of the queries' outer structures."""
+    return _at_each_query(lambda q: _definition(normalise, q, keys, values), queries, values)
 
-    def attend(tq: Tensor) -> Tensor:
-        q = Field.unchecked(tq, queries.axes, queries.ring)
-        return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
-    t = fmap_last(attend, queries.tensor, queries.structures)
-    return cast("Field[*I, G]", Field.unchecked(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+def _definition(normalise: Normalise, q: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Tensor:
+    return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
+
+
+def _at_each_query(
+    attend: Callable[[Field[*I, H]], Tensor], queries: Field[*I, H], values: Field[F, G]
+) -> Field[*I, G]:
+    """``attend`` at each position of the queries' outer structures (``fmap`` over ``*I``): ``*I x G``."""
+
+    def at(tq: Tensor) -> Tensor:
+        return attend(Field.unchecked(tq, queries.axes, queries.ring))
+
+    return _result(fmap_last(at, queries.tensor, queries.structures), queries, values)
+
+
+def _result(out: Tensor, queries: Field[*I, H], values: Field[F, G]) -> Field[*I, G]:
+    """An attention's output tensor as a field on the queries' outer structures and the values' features."""
+    return cast("Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+def _joined(q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> tuple[Structure, Structure, Tensor, Tensor, Tensor]:
+    """The heads' structure ``h``, the keys' structure ``f``, and ``q``, ``k``, ``v`` refined onto them."""
+    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
+    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
+    tq = _on(q.structures[-1], q.tensor, -1, h)
+    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
+    tv = _on(v.structures[0], v.tensor, -2, f)
+    return h, f, tq, tk, tv
 
 
 def sdpa_lowering(
@@ -300,16 +347,11 @@ def sdpa_lowering(
         join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
         keys.structures[0].require_order("causal attention")
 
-    def attend(tq: Tensor) -> Tensor:
-        # the queries at one position each of their outer structures (fmap over *I)
-        q = Field.unchecked(tq, queries.axes, queries.ring)
+    def attend(q: Field[*I, H]) -> Tensor:
         lowered = _sdpa(normalise.scale, causal, q, keys, values, flex)
-        if lowered is not None:
-            return lowered.tensor
-        return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
+        return lowered if lowered is not None else _definition(normalise, q, keys, values)
 
-    t = fmap_last(attend, queries.tensor, queries.structures)
-    return cast("Field[*I, G]", Field.unchecked(t, (*queries.structures[:-1], values.structures[1]), queries.ring))
+    return _at_each_query(attend, queries, values)
 
 
 def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
@@ -319,53 +361,45 @@ def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: 
     per example), then each query contracts with it over ``H``. Linear in ``q``, so it commutes with
     the ``fmap`` over the queries' outer structures and runs on their stored values directly.
     """
-    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
-    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
-    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
-    tv = _on(v.structures[0], v.tensor, -2, f)
+    h, f, tq, tk, tv = _joined(q, k, v)
     kv = f.contract(tk.transpose(-1, -2), tv, q.ring)  # (..., H, G)
-    tq = _on(q.structures[-1], q.tensor, -1, h)
     ni = len(q.axes) - 1
     lead = tq.shape[: tq.ndim - 1 - ni]
     flat = tq.reshape(*lead, -1, tq.shape[-1])  # (..., |I|, H): the queries' outer axes as rows
     out = h.contract(flat, kv, q.ring)  # (..., |I|, G)
     out = q.ring.mul(out.new_tensor(normalise.scale), out) if normalise.scale != 1.0 else out
     out = out.reshape(*out.shape[:-2], *tq.shape[tq.ndim - 1 - ni : -1], out.shape[-1])
-    return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
+    return _result(out, q, v)
 
 
 def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
     """Why attention with ``normalise`` over ``ring`` cannot run as one fused kernel (``None``: it can).
 
     Every structure lowers (its measure gives the bias, its metric the factor);
-    what cannot is a normalisation that declares no :meth:`~Normalise.lower`, or a ring
-    without what it :attr:`~Normalise.needs`.
+    what cannot is a normalisation whose :meth:`~Normalise.lowers` says no (it declares no
+    :meth:`~Normalise.lower`, or not a causal one), or a ring without what it :attr:`~Normalise.needs`.
     """
-    if type(normalise).lower is Normalise.lower:
-        return f"{type(normalise).__name__} declares no lowering (Normalise.lower)"
+    if not normalise.lowers():
+        return f"{normalise.name()} declares no lowering (Normalise.lower, asked by Normalise.lowers)"
     missing = [c for c in normalise.needs if not getattr(ring, c)]
     if missing:
-        return f"{type(normalise).__name__} needs a ring with {' and '.join(missing)}, not {ring!r}"
+        return f"{normalise.name()} needs a ring with {' and '.join(missing)}, not {ring!r}"
     return None
 
 
 def _sdpa(
     scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[F, G], flex: bool | None = None
-) -> Field[*I, G] | None:
-    """Run softmax attention as one fused kernel, or return ``None`` if it cannot.
+) -> Tensor | None:
+    """Run softmax attention as one fused kernel (the output tensor, ``*I x G``), or return ``None`` if it cannot.
 
     ``softmax(q M kᵀ) M v`` with ``M = L Lᵀ`` the heads' metric and ``w`` the keys'
     measure is ``sdpa(q L, k L, v, bias = log w)`` with keys and values at the
     keys' positions (:func:`applicative._kernels.lowered_keys`).
     """
-    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
-    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
     ni = len(q.axes) - 1
     if causal and ni != 1:
         return None
-    tq = _on(q.structures[-1], q.tensor, -1, h)
-    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
-    tv = _on(v.structures[0], v.tensor, -2, f)
+    h, f, tq, tk, tv = _joined(q, k, v)
     qf = kernels.factor(h, tq)
     kf, tv, log_w = kernels.lowered_keys(f, kernels.factor(h, tk), tv)
     i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
@@ -377,19 +411,15 @@ def _sdpa(
         tv = tv.expand(*batch, *tv.shape[-2:])
     if flex is not None and flex_provides(qf, kf, tv, flex):  # the block-mask kernel (compiled when flex is True)
         out = flex_softmax_attention(qf, kf, tv, log_w, causal=causal, scale=scale, compiled=flex)
-        out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
-        return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
-    mask: Tensor | None = None
-    if log_w is not None:
+    elif log_w is None:
+        out = nnf.scaled_dot_product_attention(qf, kf, tv, is_causal=causal, scale=scale)
+    else:
         mask = log_w.unsqueeze(-2).to(qf.dtype)  # (..., 1, S) additive bias
         if causal:
-            n_q, n_k = qf.shape[-2], kf.shape[-2]
-            future = torch.ones(n_q, n_k, dtype=torch.bool, device=qf.device).triu(1)
+            future = torch.ones(qf.shape[-2], kf.shape[-2], dtype=torch.bool, device=qf.device).triu(1)
             mask = mask.masked_fill(future, float("-inf"))
-        causal = False
-    out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, is_causal=causal, scale=scale)
-    out = out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)
-    return cast("Field[*I, G]", Field.unchecked(out, (*q.structures[:-1], v.structures[1]), q.ring))
+        out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, scale=scale)
+    return out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)  # *I x G
 
 
 def self_attention(

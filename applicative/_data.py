@@ -54,3 +54,6 @@ class DataStructure(Structure):
     def batch_shape(self) -> torch.Size:
         first: Tensor = getattr(self, self.tensors[0])
         return first.shape[: first.ndim - self.event_dims]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.size}, batch={tuple(self.batch_shape)})"

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import torch
@@ -30,6 +31,37 @@ def _compiled() -> Callable[..., Tensor]:
     from torch.nn.attention.flex_attention import flex_attention
 
     return torch.compile(flex_attention, dynamic=False)
+
+
+# Block masks already built (``create_block_mask`` costs hundreds of milliseconds on CPU), least recently
+# used last out. Why the cache cannot change a result: a block mask is a pure function of its mask_mod's
+# *values* on the (batch, n_q, n_k) grid and of the device, and the key holds all of that -- the kind
+# (causal or not), the sizes, the device, and the visible key positions themselves (their bytes, not the
+# tensor's identity), which are all mask_mod reads. A hit returns a mask equal to the one that would be
+# built; the score_mod (the finite weights) is never cached.
+_BLOCK_MASKS: OrderedDict[Hashable, Any] = OrderedDict()
+_BLOCK_MASKS_KEPT = 32
+
+
+def _block_mask(mask_mod: Callable[..., Tensor], sizes: tuple[Any, ...], seen: Tensor | None) -> Any:
+    """``create_block_mask(mask_mod, ...)`` for ``sizes = (causal, batch, n_q, n_k, device)``, cached.
+
+    ``seen``: the tensor ``mask_mod`` reads (the visible keys), or ``None`` when it reads only indices.
+    """
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    _, batch, n_q, n_k, device = sizes
+    if torch.compiler.is_compiling():  # traced: no host reads of the key
+        return create_block_mask(mask_mod, batch, None, n_q, n_k, device=device)
+    key = (*sizes, None if seen is None else (tuple(seen.shape), seen.cpu().numpy().tobytes()))
+    if key in _BLOCK_MASKS:
+        _BLOCK_MASKS.move_to_end(key)
+        return _BLOCK_MASKS[key]
+    block = create_block_mask(mask_mod, batch, None, n_q, n_k, device=device)
+    _BLOCK_MASKS[key] = block
+    if len(_BLOCK_MASKS) > _BLOCK_MASKS_KEPT:
+        _BLOCK_MASKS.popitem(last=False)
+    return block
 
 
 def flex_provides(q: Tensor, k: Tensor, v: Tensor, compiled: bool) -> bool:
@@ -56,7 +88,7 @@ def flex_softmax_attention(
     Returns:
         ``(..., L, G)``.
     """
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
 
     lead, n_q, n_k = q.shape[:-2], q.shape[-2], k.shape[-2]
     qb, kb, vb = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (B, 1, n, e): one head per row
@@ -80,7 +112,10 @@ def flex_softmax_attention(
         def mask_mod(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
             return j <= i
 
-    block = None if mask_mod is None else create_block_mask(mask_mod, batch, None, n_q, n_k, device=q.device)
+    block = None
+    if mask_mod is not None:
+        seen = None if log_w is None else valid  # what the mask reads besides the sizes
+        block = _block_mask(mask_mod, (causal, batch, n_q, n_k, q.device), seen)
     if compiled:
         out: Tensor = _compiled()(qb, kb, vb, score_mod=score_mod, block_mask=block, scale=scale)
     else:

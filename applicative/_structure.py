@@ -286,12 +286,13 @@ class Structure:
         """Raise :class:`StructureError` if values on this structure cannot live in ``ring``."""
         k.check_ring(self, ring, op)
 
-    def require_order(self, op: str) -> None:
-        """Raise :class:`StructureError` unless this structure is :attr:`ordered`."""
+    def require_order(
+        self, op: str, fix: str = "use an ordered sequence structure (Vector, Padded) for causal attention"
+    ) -> None:
+        """Raise :class:`StructureError` naming ``op`` and the ``fix`` unless this structure is :attr:`ordered`."""
         if not self.ordered:
             raise StructureError(
-                f"{op}: {self!r} has no order (capability `ordered`), so a causal mask means nothing on it; "
-                "use an ordered sequence structure (Vector, Padded) for causal attention"
+                f"{op}: {self!r} has no order (capability `ordered`), so a causal mask means nothing on it; {fix}"
             )
 
     # ---- checks and per-example batches ------------------------------------------

@@ -35,6 +35,7 @@ host synchronisation is reading the refined tree's padded size. On the CPU
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
 import torch
@@ -42,6 +43,16 @@ from torch import Tensor
 
 from applicative import StructureError
 from applicative.tensors import summary
+
+
+class NodeAlgebra(enum.Enum):
+    """How a tree's counit combines the two children of a node."""
+
+    #: ``counit l + counit r`` -- every leaf weighs 1
+    SUM = "sum"
+    #: ``(counit l + counit r) / 2`` -- a leaf at depth ``d`` weighs ``2^-d``
+    MEAN = "mean"
+
 
 #: deepest leaf a tree may have; breakpoints are numerators over ``2^MAX_DEPTH``
 MAX_DEPTH = 62

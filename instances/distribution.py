@@ -105,20 +105,16 @@ class Distribution(DataStructure):
 
     def product(self, other: Distribution) -> Product:
         """The independent product ``self ⊗ other`` (memoised: the same :class:`Product` every time)."""
-        if not isinstance(other, Distribution):
-            raise StructureError(f"product: {self!r} pairs with another Distribution, got {other!r}")
-        # Keyed by equality, which for structures is identity of the probability tensors: an entry is the
-        # product of exactly these probabilities (a pure function of both), so it cannot change a result;
-        # it keeps the product the same object across calls (joins compare by identity) and saves the merge.
-        memo: dict[Distribution, Product] = self.__dict__.setdefault("_products", {})
-        if other not in memo:
-            memo[other] = _product(self, other)
-        return memo[other]
+        return product(self, other)
 
     def __repr__(self) -> str:
-        if self.probs.ndim == 1 and not self.probs.is_meta:
-            return f"Distribution({[round(float(v), 4) for v in self.probs]})"
-        return f"Distribution(batch={tuple(self.probs.shape[:-1])}, outcomes={self.size})"
+        return _repr(self)
+
+
+def _repr(d: Distribution) -> str:
+    if d.probs.ndim == 1 and not d.probs.is_meta:
+        return f"Distribution({[round(float(v), 4) for v in d.probs]})"
+    return f"Distribution(batch={tuple(d.probs.shape[:-1])}, outcomes={d.size})"
 
 
 def _checked_probs(probs: Tensor | Sequence[float]) -> Tensor:
@@ -201,7 +197,15 @@ class Product:
 
 def product(left: Distribution, right: Distribution) -> Product:
     """The independent product of ``left`` and ``right`` (see :class:`Product`); the same object on every call."""
-    return left.product(right)
+    if not isinstance(right, Distribution):
+        raise StructureError(f"product: {left!r} pairs with another Distribution, got {right!r}")
+    # Keyed by equality, which for structures is identity of the probability tensors: an entry is the
+    # product of exactly these probabilities (a pure function of both), so it cannot change a result;
+    # it keeps the product the same object across calls (joins compare by identity) and saves the merge.
+    memo: dict[Distribution, Product] = left.__dict__.setdefault("_products", {})
+    if right not in memo:
+        memo[right] = _product(left, right)
+    return memo[right]
 
 
 def _product(left: Distribution, right: Distribution) -> Product:

@@ -181,6 +181,9 @@ class EdgeSoftmax(Normalise):
             "Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring)
         )
 
+    def lowers(self, *, causal: bool = False) -> bool:
+        return not causal  # edges carry no order
+
 
 def _graph_axes(axes: Sequence[Structure], op: str) -> Graph:
     g = axes[0]

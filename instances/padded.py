@@ -25,6 +25,25 @@ from torch import Tensor
 from applicative import DataStructure, StructureError
 
 
+def _from_mask(cls: type[Padded], key_padding_mask: Tensor) -> Padded:
+    """From PyTorch's ``key_padding_mask`` ``(*batch, n)``: ``True`` at padding, which must be trailing."""
+    valid = ~key_padding_mask.bool()
+    lengths = valid.sum(-1)
+    trailing = torch.arange(valid.shape[-1], device=valid.device) < lengths.unsqueeze(-1)
+    if not bool((trailing == valid).all()):
+        raise StructureError("Padded.from_mask: padding must come after every valid position of a row")
+    return cls(valid.shape[-1], lengths)
+
+
+def _concat(cls: type[Padded], structures: Sequence[Padded]) -> Padded:
+    """Batches joined along their first axis, padded to the largest size."""
+    if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
+        raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
+    out = structures[0].with_data((torch.cat([p.lengths for p in structures], 0),))
+    out.size = max(p.size for p in structures)
+    return out
+
+
 class Padded(DataStructure):
     """Sequences of at most ``size`` positions; example ``i`` is valid on its first ``lengths[i]``.
 
@@ -44,15 +63,8 @@ class Padded(DataStructure):
     def __init__(self, size: int, lengths: Tensor | Sequence[int]) -> None:
         self.size, self.lengths = size, _checked_lengths(size, lengths)
 
-    @classmethod
-    def from_mask(cls, key_padding_mask: Tensor) -> Padded:
-        """From PyTorch's ``key_padding_mask`` ``(*batch, n)``: ``True`` at padding, which must be trailing."""
-        valid = ~key_padding_mask.bool()
-        lengths = valid.sum(-1)
-        trailing = torch.arange(valid.shape[-1], device=valid.device) < lengths.unsqueeze(-1)
-        if not bool((trailing == valid).all()):
-            raise StructureError("Padded.from_mask: padding must come after every valid position of a row")
-        return cls(valid.shape[-1], lengths)
+    from_mask = classmethod(_from_mask)
+    concat = classmethod(_concat)
 
     @property
     def mask(self) -> Tensor:
@@ -65,18 +77,6 @@ class Padded(DataStructure):
         """``0`` at valid positions, ``-inf`` at padding: ``(*batch, n)``."""
         valid = self.mask.to(device)
         return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
-
-    @classmethod
-    def concat(cls, structures: Sequence[Padded]) -> Padded:
-        """Batches joined along their first axis, padded to the largest size."""
-        if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
-            raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
-        out = structures[0].with_data((torch.cat([p.lengths for p in structures], 0),))
-        out.size = max(p.size for p in structures)
-        return out
-
-    def __repr__(self) -> str:
-        return f"Padded({self.size}, batch={tuple(self.batch_shape)})"
 
 
 def _checked_lengths(size: int, lengths: Tensor | Sequence[int]) -> Tensor:

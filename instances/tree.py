@@ -49,50 +49,32 @@ model from finite inputs).
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Hashable, Sequence
-from typing import TypeVar, final
+from typing import ClassVar, TypeVar, final
 
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Ring, Structure, StructureError
-from applicative.tensors import aligned, broadcast_batch, pad_before
+from applicative import DataStructure, Field
 
-from . import _tree_convert as convert
-from ._tree_partition import (
-    MAX_DEPTH,
-    SENTINEL,
-    address_bits,
-    check_tree_index,
-    containing,
-    from_depths,
-    is_refinement,
-    merge,
-)
+from . import _tree_ops as ops
+from ._tree_convert import Nested
+from ._tree_partition import MAX_DEPTH, NodeAlgebra, from_depths
 
 L = TypeVar("L")
 
 __all__ = ["MAX_DEPTH", "NodeAlgebra", "Tree", "tree_field"]
 
 
-class NodeAlgebra(enum.Enum):
-    """How a tree's counit combines the two children of a node."""
-
-    #: ``counit l + counit r`` -- every leaf weighs 1
-    SUM = "sum"
-    #: ``(counit l + counit r) / 2`` -- a leaf at depth ``d`` weighs ``2^-d``
-    MEAN = "mean"
-
-
 @final
-class Tree(Structure):
+class Tree(DataStructure):
     """A batch of binary trees as one field axis of size ``N`` (the largest leaf count).
 
     Construct from leaf depths (``Tree(depth)``), nested tuples
-    (:meth:`from_nested`) or s-expressions (:meth:`from_sexp`).
+    (:meth:`from_nested`) or s-expressions (:meth:`from_sexp`). The contract is
+    written here (per-example data, the measure); pairing, batching and the
+    conversions are free functions in :mod:`instances._tree_ops`.
 
     Args:
         depth: ``(*batch, N)`` integer tensor: each tree's leaf depths, left to
@@ -103,155 +85,56 @@ class Tree(Structure):
         StructureError: if a row is not the leaf depths of a full binary tree.
     """
 
+    tensors: ClassVar[tuple[str, ...]] = ("start", "depth")
     mask: Tensor
     algebra: NodeAlgebra
+    _start: Tensor | None
+    _depth: Tensor | None
+    _sources: list[tuple[Tree, Tensor]]
+    _last_join: tuple[Tree, Tree] | None
 
     def __init__(self, depth: Tensor | Sequence[object], algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
         start, d = from_depths(depth)
-        self._set(start, d, algebra)
-
-    def _set(
-        self,
-        start: Tensor | None,
-        depth: Tensor | None,
-        algebra: NodeAlgebra,
-        mask: Tensor | None = None,
-        sources: list[tuple[Tree, Tensor]] | None = None,
-    ) -> None:
-        self._start, self._depth, self.algebra = start, depth, algebra
-        if mask is None:
-            assert start is not None
-            mask = start != SENTINEL
-        self.mask = mask
-        self.size = mask.shape[-1]
-        # (source, index into the source's leaves) for the trees this one was built to refine
-        self._sources: list[tuple[Tree, Tensor]] = sources or []
-        # The last join, keyed by the other tree's identity: the joined tree is a pure function of the two
-        # (immutable) trees, so the cache cannot change a result; it keeps a join's result the *same* object
-        # across the calls of one layer (equality compares tensors by identity) and saves the merge sort.
-        self._last_join: tuple[Tree, Tree] | None = None
-
-    @classmethod
-    def _of(
-        cls,
-        start: Tensor | None,
-        depth: Tensor | None,
-        algebra: NodeAlgebra,
-        mask: Tensor | None = None,
-        sources: list[tuple[Tree, Tensor]] | None = None,
-    ) -> Tree:
-        """A tree from already valid stored tensors (no checks); a refinement may leave ``start`` to its sources."""
-        t = cls.__new__(cls)
-        t._set(start, depth, algebra, mask, sources)
-        return t
-
-    def _from_sources(self, of: str) -> Tensor:
-        """A refined leaf's ``start`` / ``depth``: the larger of those of the two leaves containing it."""
-        batch = tuple(self.batch_shape)
-        (a, ia), (b, ib) = self._sources
-        ta = torch.gather(_expand(getattr(a, of), batch), -1, ia)
-        tb = torch.gather(_expand(getattr(b, of), batch), -1, ib)
-        return torch.where(self.mask, torch.maximum(ta, tb), SENTINEL if of == "start" else 0)
+        ops.init(self, start, d, algebra)
 
     @property
     def start(self) -> Tensor:
-        """``(*batch, N)`` sorted left breakpoints over ``2^MAX_DEPTH`` (``SENTINEL`` at padding).
-
-        A refinement computes it on first use: a refined leaf starts where the
-        later of the two leaves containing it starts.
-        """
+        """``(*batch, N)`` sorted left breakpoints over ``2^MAX_DEPTH`` (``SENTINEL`` at padding; lazy: refinements)."""
         if self._start is None:
-            self._start = self._from_sources("start")
+            self._start = ops.from_sources(self, "start")
         return self._start
 
     @property
     def depth(self) -> Tensor:
-        """``(*batch, N)`` leaf depths (``0`` at padding).
-
-        A refinement computes it on first use: the deeper of the two leaves
-        containing each refined leaf.
-        """
+        """``(*batch, N)`` leaf depths (``0`` at padding; lazy in a refinement)."""
         if self._depth is None:
-            self._depth = self._from_sources("depth")
+            self._depth = ops.from_sources(self, "depth")
         return self._depth
 
-    # ---- construction and conversion ----------------------------------------
-
-    @classmethod
-    def leaf(
-        cls, batch: Sequence[int] = (), algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
-    ) -> Tree:
-        """Single-leaf trees (the shape of ``pure``), one per batch position."""
-        return cls(torch.zeros((*batch, 1), dtype=torch.int64, device=device), algebra)
+    leaf = classmethod(ops.leaf)
 
     @classmethod
     def from_nested(
         cls,
-        trees: Sequence[convert.Nested[L]],
+        trees: Sequence[Nested[L]],
         algebra: NodeAlgebra = NodeAlgebra.SUM,
         device: torch.device | str | None = None,
     ) -> tuple[Tree, list[list[L]]]:
-        """A batch of trees from nested 2-tuples (anything not a tuple is a leaf), and their leaves in order.
+        """A batch of trees from nested 2-tuples, and their leaves in order (see ``_tree_ops.from_nested``)."""
+        return ops.from_nested(cls, trees, algebra, device)
 
-        ``Tree.from_nested([((1, 2), 3), 4])`` has batch ``(2,)`` and leaves
-        ``[[1, 2, 3], [4]]``.
-        """
-        leaves, depths = convert.flatten_all(trees, MAX_DEPTH)
-        n = max(len(d) for d in depths)
-        padded = [d + [-1] * (n - len(d)) for d in depths]
-        return cls(torch.tensor(padded, dtype=torch.int64, device=device), algebra), leaves
-
-    @classmethod
-    def from_sexp(
-        cls, texts: Sequence[str], algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
-    ) -> tuple[Tree, list[list[str]]]:
-        """A batch of trees from s-expressions ``"((a b) c)"`` (every list has two items), and their atoms."""
-        return cls.from_nested(convert.parse_all(texts), algebra, device)
-
-    def leaf_counts(self) -> Tensor:
-        """``(*batch,)`` number of leaves of each tree."""
-        return self.mask.sum(-1)
-
-    def depths(self, index: int | Sequence[int] = ()) -> list[int]:
-        """The leaf depths of one tree (``index`` into the batch)."""
-        i = (index,) if isinstance(index, int) else tuple(index)
-        check_tree_index("Tree.depths", i, tuple(self.batch_shape))
-        out: list[int] = self.depth[i][self.mask[i]].tolist()
-        return out
-
-    def to_nested(self, leaves: Sequence[L] | Tensor, index: int | Sequence[int] = ()) -> convert.Nested[L]:
-        """One tree as nested 2-tuples holding ``leaves`` (a sequence, or a tensor ``(N, ...)`` of its values)."""
-        d = self.depths(index)
-        vals = leaves[: len(d)]
-        if isinstance(vals, Tensor):
-            vals = [v.item() if v.ndim == 0 else v for v in vals]
-        return convert.build(d, list(vals))
-
-    def to_sexp(self, leaves: Sequence[object] | Tensor, index: int | Sequence[int] = ()) -> str:
-        """One tree as an s-expression with ``leaves`` printed by ``str``."""
-        return convert.to_sexp(self.to_nested(leaves, index))
-
-    def show(self, leaves: Sequence[object] | Tensor | None = None, index: int | Sequence[int] = ()) -> str:
-        """A readable drawing of one tree (leaves labelled by ``leaves``, or by their depth-first number)."""
-        labels = list(range(len(self.depths(index)))) if leaves is None else leaves
-        return convert.pretty(self.to_nested(labels, index))
-
-    def address(self, levels: int) -> Tensor:
-        """Each leaf's path from the root: ``(*batch, N, levels)``, ``+1`` right / ``-1`` left / ``0`` below the leaf.
-
-        A positional encoding for tree models (``0`` at padding).
-        """
-        if not 0 < levels <= MAX_DEPTH:
-            raise StructureError(f"Tree.address: levels must lie in [1, {MAX_DEPTH}], got {levels}")
-        return address_bits(self.start, self.depth, levels)
+    from_sexp = classmethod(ops.from_sexp)
+    leaf_counts = ops.leaf_counts
+    depths = ops.depths
+    to_nested = ops.to_nested
+    to_sexp = ops.to_sexp
+    show = ops.show
+    address = ops.address
 
     # ---- the contract: per-example data, the measure ------------------------------
 
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.start, self.depth)
-
     def with_data(self, data: tuple[Tensor, ...]) -> Tree:
-        return Tree._of(data[0], data[1], self.algebra)
+        return ops.build(self, data[0], data[1])
 
     def static(self) -> Hashable:
         return (self.algebra, tuple(self.mask.shape))
@@ -275,113 +158,20 @@ class Tree(Structure):
         logw = zero if self.algebra is NodeAlgebra.SUM else -math.log(2.0) * self.depth.to(dtype)
         return torch.where(self.mask, logw, float("-inf")).to(device)
 
-    @classmethod
-    def concat(cls, structures: Sequence[Tree]) -> Tree:
-        """Batches of trees joined along their first batch axis, padded to the largest leaf count."""
-        first = structures[0]
-        if all(t is first for t in structures) and not first.batch_shape:  # one tree shared by every example
-            return first
-        if any(not isinstance(t, Tree) or t.algebra is not first.algebra or not t.batch_shape for t in structures):
-            raise StructureError(
-                f"cannot concatenate {[repr(t) for t in structures][:3]}: trees need one node algebra and a batch axis"
-            )
-        n = max(t.size for t in structures)
-        start = torch.cat([nnf.pad(t.start, (0, n - t.size), value=SENTINEL) for t in structures], 0)
-        depth = torch.cat([nnf.pad(t.depth, (0, n - t.size), value=0) for t in structures], 0)
-        return Tree._of(start, depth, first.algebra)
-
     def __repr__(self) -> str:
         return f"Tree({self.algebra.value}, batch={tuple(self.batch_shape)}, leaves<={self.size})"
 
-    # ---- Applicative ----------------------------------------------------------
+    # ---- pairing and batching (instances._tree_ops) ------------------------------------------
 
-    def join(self, other: Structure, op: str) -> Structure:
-        """The common refinement of the two batches of trees."""
-        if not isinstance(other, Tree) or other.algebra is not self.algebra:
-            raise StructureError(
-                f"{op}: cannot pair {self!r} with {other!r}: both must be trees with the same node algebra"
-            )
-        compiling = torch.compiler.is_compiling()
-        if not compiling and self._last_join is not None and self._last_join[0] is other:
-            return self._last_join[1]
-        batch = broadcast_batch(self.batch_shape, other.batch_shape)
-        if batch is None:
-            raise StructureError(
-                f"{op}: tree batches {tuple(self.batch_shape)} and {tuple(other.batch_shape)} do not broadcast"
-            )
-        a, b = _expand(self.start, batch), _expand(other.start, batch)
-        if compiling:  # traceable: one batched sort, padded to the static bound Na + Nb (no host sync)
-            start, ia, ib, mask = merge(a, b, static=True)
-        elif a.device.type == "cpu":  # a compiled linear merge; its refined breakpoints are computed when asked for
-            from ._tree_linear_merge import merge_linear  # numba: imported when first needed
-
-            start, (ia, ib, mask) = None, merge_linear(a, b)
-        else:  # one batched sort (the same results)
-            start, ia, ib, mask = merge(a, b)
-        out = Tree._of(start, None, self.algebra, mask, [(self, ia), (other, ib)])
-        if not compiling:
-            self._last_join = (other, out)
-        return out
-
-    def inner(self, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
-        """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
-        if (
-            not ring.has("has_exp", "ordered")
-            or not isinstance(other, Tree)
-            or other.algebra is not self.algebra
-            or torch.compiler.is_compiling()
-            or broadcast_batch(self.batch_shape, other.batch_shape) is None
-        ):
-            return None
-        from ._tree_inner import inner_linear  # numba: imported when first needed
-
-        mean = self.algebra is NodeAlgebra.MEAN
-        return inner_linear(self.start, other.start, self.depth if mean else None, other.depth if mean else None, a, b)
-
-    def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
-        """Copy each leaf's value down to the leaves of ``target`` inside it (``target`` must refine ``self``)."""
-        if target is self:
-            return x
-        if not isinstance(target, Tree) or target.algebra is not self.algebra:
-            raise StructureError(f"cannot refine {self!r} to {target!r}: not a tree with the same node algebra")
-        index = next((i for s, i in target._sources if s is self), None)
-        if index is None:
-            batch = broadcast_batch(self.batch_shape, target.batch_shape)
-            if batch is None or tuple(batch) != tuple(target.batch_shape):
-                raise StructureError(f"cannot refine {self!r} to {target!r}: batch shapes do not match")
-            start = _expand(self.start, batch)
-            if not bool(is_refinement(start, target.start).all()):
-                raise StructureError(f"cannot refine {self!r} to {target!r}: some target tree does not refine it")
-            index = containing(start, target.start)
-        return self.take(x, dim, index)
-
-    def take(self, x: Tensor, dim: int, index: Tensor | None) -> Tensor:
-        """Gather along the tree axis ``dim`` of ``x`` at per-tree positions ``index`` ``(*batch, M)``.
-
-        ``index=None`` keeps the real leaves and zeroes the padding (a canonical form for comparisons).
-        """
-        d = dim % x.ndim
-        if index is None:
-            x, d = pad_before(x, d, len(self.batch_shape))
-            return torch.where(aligned(self.mask, d, x.ndim - d - 1), x, 0)
-        x, d = pad_before(x, d, index.ndim - 1)
-        idx = aligned(index, d, x.ndim - d - 1)
-        # gather needs equal ranks and no broadcasting: expand both (views) to the common shape
-        shape = [max(i, j) for i, j in zip(x.shape, idx.shape, strict=True)]
-        shape[d] = x.shape[d]
-        xs = x.expand(shape)
-        shape[d] = idx.shape[d]
-        return torch.gather(xs, d, idx.expand(shape))
-
-
-def _expand(t: Tensor, batch: tuple[int, ...]) -> Tensor:
-    """Per-tree data ``(*b, N)`` broadcast left-aligned to ``(*batch, N)``."""
-    q = t.ndim - 1
-    return t.reshape(*t.shape[:-1], *([1] * (len(batch) - q)), t.shape[-1]).expand(*batch, t.shape[-1])
+    join = ops.join
+    inner = ops.inner
+    refine = ops.refine
+    take = ops.take
+    concat = classmethod(ops.concat)
 
 
 def tree_field(
-    trees: Sequence[convert.Nested[float]],
+    trees: Sequence[Nested[float]],
     algebra: NodeAlgebra = NodeAlgebra.SUM,
     *,
     dtype: torch.dtype = torch.float32,

@@ -17,7 +17,7 @@ Transformer, Chebyshev series the Funcformer, trees a tree Transformer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar, cast
 
 import torch
@@ -44,6 +44,19 @@ S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
 D = TypeVar("D", bound=Structure)
 Fe = TypeVar("Fe", bound=Structure)
+
+
+def require_order_at_forward(model: str, layers: Iterable[nn.Module], x: Field[S, Fe], fix: str) -> None:
+    """Raise :class:`StructureError` if a layer's self-attention is causal and ``x``'s sequence has no order.
+
+    The one capability a model cannot check when it is built: it is generic over its sequence
+    structure, which arrives with the input.
+    """
+    if any(isinstance(layer, _Layer) and layer.self_attn.normalise.causal for layer in layers):
+        x.structures[0].require_order(
+            f"{model} (causal self-attention, sequence checked at forward)",
+            f"use an ordered sequence structure (Vector, Padded), or {fix}",
+        )
 
 
 def head_structure(model: Structure, heads: int) -> Structure:
@@ -235,8 +248,15 @@ class _Body(nn.Module, Generic[Fe, D]):
         self.norm: LayerNorm[D] | None = LayerNorm(model, dtype=dtype, device=device) if final_norm else None
 
     def encode(self, x: Field[S, Fe]) -> Field[S, D]:
-        """Embed and run the layers: ``S x F -> S x D``."""
+        """Embed and run the layers: ``S x F -> S x D``.
+
+        Raises:
+            StructureError: if a layer's self-attention is causal and ``x``'s sequence has no order
+                (the sequence is known only now; :func:`decoder` checks one given as ``sequence=`` at build).
+        """
         expect_field(type(self).__name__, x)
+        fix = "pass sequence= to decoder() to check it at build"
+        require_order_at_forward(type(self).__name__, self.layers, x, fix)
         h = mul_mmt(self.embed.weight_field, x)
         for layer in self.layers:
             h = layer(h)
@@ -314,8 +334,11 @@ class EncoderDecoder(nn.Module, Generic[Fe, D]):
         self.unembed: Linear[D, Fe] = Linear(model, features, bias=False, dtype=dtype, device=device)
 
     def forward(self, source: Field[S, Fe], target: Field[T, Fe]) -> Field[T, Fe]:
+        """``(source S x F, target T x F) -> T x F``; a causal decoder layer needs an ordered ``T`` (checked here)."""
         expect_field("EncoderDecoder", source, "source")
         expect_field("EncoderDecoder", target, "target")
+        fix = "build the DecoderLayers with a non-causal normalise="
+        require_order_at_forward("EncoderDecoder", self.decoder_layers, target, fix)
         memory = self.encoder.encode(source)
         h = mul_mmt(self.decoder_embed.weight_field, target)
         for layer in self.decoder_layers:
@@ -362,8 +385,11 @@ def decoder(
 ) -> Transformer[Fe, D]:
     """A ``depth``-layer causal (decoder-only) Transformer: position ``i`` sees positions ``<= i``.
 
-    ``sequence``, if given, is checked now for the capability a causal mask needs (an order);
-    otherwise the sequence structure of each input is checked when it arrives.
+    Every capability is checked here, when the model is built: the counts, the split of ``model``
+    into ``heads``, what the causal softmax needs of the ring, and -- if given -- that ``sequence``
+    has the order a causal mask needs. The model is generic over its sequence structure, so
+    without ``sequence=`` that one check waits for the input: each forward checks its sequence
+    first, and raises a one-line :class:`StructureError` naming the structure and the fix.
     """
     if sequence is not None:
         sequence.require_order("decoder")

@@ -18,6 +18,7 @@ from applicative import (
     Field,
     LinearAttention,
     MultiHeadAttention,
+    Normalise,
     Real,
     ReluAttention,
     ScaledSoftmax,
@@ -99,6 +100,35 @@ def test_a_normalisation_is_refused_by_what_it_needs_at_build() -> None:
     MultiHeadAttention(Vector(4), Vector(2), Vector(2), 2, LinearAttention(0.5), ring=COMPLEX, dtype=torch.complex128)
     assert cannot_lower(ScaledSoftmax(), COMPLEX) is not None and cannot_lower(ScaledSoftmax(), REAL) is None
     assert cannot_lower(ReluAttention(), REAL) is not None  # declares no lowering
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        ScaledSoftmax(0.5),
+        Causal(ScaledSoftmax(0.5)),
+        CausalSoftmax(0.5),
+        LinearAttention(0.5),
+        Causal(LinearAttention(0.5)),
+        ReluAttention(0.5),
+        Causal(ReluAttention(0.5)),
+        Causal(Causal(ScaledSoftmax(0.5))),
+    ],
+    ids=repr,
+)
+def test_cannot_lower_says_exactly_when_lower_gives_no_kernel(norm: Normalise) -> None:
+    g = torch.Generator().manual_seed(2)
+    fields = [Field(torch.randn(4, 3, dtype=F64, generator=g), (Vector(4), Vector(3))) for _ in range(3)]
+    lowered = norm.lower(*fields)
+    why = cannot_lower(norm, REAL)
+    assert (why is None) == (lowered is not None), (why, lowered)
+    if why is not None:
+        assert type(norm).__name__ in why and "\n" not in why
+
+
+def test_causal_relu_attention_cannot_lower() -> None:
+    why = cannot_lower(Causal(ReluAttention()), REAL)
+    assert why is not None and "ReluAttention" in why
 
 
 def test_one_causal_normalisation_matches_torch() -> None:

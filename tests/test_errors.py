@@ -338,3 +338,23 @@ def test_readout_returns_a_field() -> None:
     clf = Readout(encoder(Model(), Model(), Vector(16), 2, 1), classes=3)
     out = clf(Field(torch.randn(4, 5, 8), (Seq(), Model())))
     assert isinstance(out, Field) and out.structures == (Vector(3),) and out.tensor.shape == (4, 3)
+
+
+def test_a_decoder_checks_order_at_build_or_says_at_forward_in_one_line() -> None:
+    from instances import Chebyshev
+
+    # at build: the sequence, when given
+    msg = raises(lambda: decoder(Model(), Model(), Vector(16), 2, 1, sequence=Chebyshev(5)), "decoder", "Chebyshev(5)")
+    assert "ordered" in msg and "\n" not in msg
+    # otherwise the sequence arrives with the input: checked first thing, naming the model, the structure and the fix
+    model = decoder(Model(), Model(), Vector(16), 2, 1)
+    unordered = Field(torch.randn(5, 8), (Chebyshev(5), Model()))
+    msg = raises(lambda: model(unordered), "Transformer", "Chebyshev(5)", "`ordered`", "Vector, Padded", "sequence=")
+    assert "\n" not in msg
+    enc = [EncoderLayer(Model(), Vector(16), 2)]
+    dec = [DecoderLayer(Model(), Vector(16), 2)]
+    both = EncoderDecoder(Model(), Model(), enc, dec)
+    msg = raises(lambda: both(x, unordered), "EncoderDecoder", "Chebyshev(5)", "`ordered`", "normalise=")
+    assert "\n" not in msg
+    # a non-causal encoder over the same structure is fine
+    encoder(Model(), Model(), Vector(16), 2, 1)(unordered)

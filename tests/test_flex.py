@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 import torch
 import torch.nn.functional as nnf
@@ -63,3 +65,29 @@ def test_compiled_flex_matches_sdpa() -> None:
     direct = flex_softmax_attention(q.tensor, k.tensor, v.tensor, None, causal=True, scale=0.4)
     expected = nnf.scaled_dot_product_attention(q.tensor, k.tensor, v.tensor, is_causal=True, scale=0.4)
     torch.testing.assert_close(direct, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_block_masks_are_built_once_per_mask_and_never_reused_for_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.nn.attention.flex_attention as fa
+
+    from applicative import _flex
+
+    built: list[int] = []
+    create = fa.create_block_mask
+
+    def counting(*args: object, **kwargs: object) -> object:
+        built.append(1)
+        return create(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fa, "create_block_mask", counting)
+    monkeypatch.setattr(_flex, "_BLOCK_MASKS", OrderedDict(), raising=False)  # start empty
+    g = torch.Generator().manual_seed(3)
+    n = 12
+    q, k, v = (torch.randn(3, n, 4, dtype=F64, generator=g) for _ in range(3))
+    norm = Causal(FlexSoftmax(0.4, compiled=False))
+    for lengths in ([7, 12, 3], [7, 12, 3], [2, 5, 12], [7, 12, 3]):  # same shape, two different masks
+        s = Padded(n, lengths)  # a new structure (and new tensors) every time
+        out = attention(norm, *(Field(t, (s, Vector(4))) for t in (q, k, v))).tensor
+        mask = torch.ones(n, n, dtype=torch.bool).tril() & (torch.arange(n) < torch.tensor(lengths)[:, None, None])
+        torch.testing.assert_close(out, nnf.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.4))
+    assert len(built) == 2  # one per distinct mask

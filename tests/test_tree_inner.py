@@ -149,7 +149,7 @@ def test_broadcast_batches(algebra: NodeAlgebra) -> None:
     a = tree_field(ta, algebra, dtype=torch.float64)
     shared = tree_field([one], algebra, dtype=torch.float64)
     s = tree_of(shared)
-    single = Tree._of(s.start[0], s.depth[0], algebra)  # batch (): one tree for every batch position
+    single = s.with_data((s.start[0], s.depth[0]))  # batch (): one tree for every batch position
     b = Field(shared.tensor[0], (single,))
     expected = torch.tensor([ref_inner(x, one, mean) for x in ta], dtype=torch.float64)
     torch.testing.assert_close(fused(a, b), expected, rtol=1e-12, atol=1e-12)
@@ -157,7 +157,7 @@ def test_broadcast_batches(algebra: NodeAlgebra) -> None:
     torch.testing.assert_close(unfused(a, b), expected, rtol=1e-12, atol=1e-12)
     # the batch (6,) as (2, 3): breakpoints, depths and values reshaped alike
     t = tree_of(a)
-    a23 = Field(a.tensor.reshape(2, 3, -1), (Tree._of(t.start.reshape(2, 3, -1), t.depth.reshape(2, 3, -1), algebra),))
+    a23 = Field(a.tensor.reshape(2, 3, -1), (t.with_data((t.start.reshape(2, 3, -1), t.depth.reshape(2, 3, -1))),))
     torch.testing.assert_close(fused(a23, b), expected.reshape(2, 3), rtol=1e-12, atol=1e-12)
     # values with a typed axis after the batch (4 rows per tree): trees line up with the leading axes
     g = torch.Generator().manual_seed(1)
