@@ -19,46 +19,75 @@ readings so far (a linear-Gaussian model, so this is what a Kalman filter comput
 the sources stirring, the optimal filter settles to a fixed gain -- exactly of the RNN's form, ``W h + U y``
 -- so at late times the learned observer can match it.
 
+The observer trains on the shared loop (:func:`training.fit`) with the shared options (``--preset``, ``--config``,
+``--steps``, ``--out``, ``--device``, ``--threads``, ``--no-progress``, ``--FIELD VALUE``); ``--out DIR`` writes
+``DIR/report.json`` and a resumable ``DIR/checkpoint.pt``.
+
     python -m examples.observer              # about a minute on one core
     python -m examples.observer --preset tiny
+    python -m examples.observer --activation tanh --out runs/observer
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Unpack
 
 import numpy as np
 import torch
 from numpy.polynomial import chebyshev as npcheb
-from tqdm import tqdm
+from torch import Tensor
 
 from applicative import Field, Vector, add, dot, scale
 from instances import Chebyshev
 from models import RNNCell, scan
-from training import Parser, run_cli
+from training import RunDir, Trained, at_least, check_resume, describe, fit_config, options, run_cli
+from training.config import Checked
+from training.loop import FitOptions, Optimised
 
 SENSORS = (-0.3, 0.55)
+#: held-out trajectories the errors are measured on
+HELD_OUT = 500
 
 
 @dataclass(frozen=True)
-class Config:
-    modes: int = 6  # K: sine modes in the initial profile
-    terms: int = 24  # n: Chebyshev terms of the state
-    steps_in_time: int = 16  # T: readings per trajectory
-    nu: float = 0.02
-    dt: float = 0.1
-    noise: float = 1e-2  # sensor noise (standard deviation)
-    stir: float = 0.1  # q: the heat sources' strength per step
-    train_steps: int = 1500
-    batch: int = 64
-    lr: float = 1e-2
-    activation: str = "identity"
-    seed: int = 0
+class Config(Checked):
+    """Everything that determines a run (and so its checkpoint); validated on construction.
+
+    Attributes:
+        modes: ``K``, the sine modes in the initial profile.
+        terms: ``n``, the Chebyshev terms of the state.
+        steps_in_time: ``T``, readings per trajectory.
+        nu, dt: the diffusivity and the time step.
+        noise: the sensor noise (standard deviation); stir: ``q``, the heat sources' strength per step.
+        steps, batch, lr: Adam with a cosine decay to zero at ``steps``, ``batch`` fresh trajectories per step.
+        activation: ``σ``, ``identity`` (a linear observer) or ``tanh``.
+        seed: seeds the trajectories and the initialisation.
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
+    """
+
+    modes: int = at_least(6, 1)
+    terms: int = at_least(24, 1)
+    steps_in_time: int = at_least(16, 1)
+    nu: float = field(default=0.02, metadata={"min": 0.0})
+    dt: float = field(default=0.1, metadata={"above": 0.0})
+    noise: float = field(default=1e-2, metadata={"above": 0.0})
+    stir: float = field(default=0.1, metadata={"min": 0.0})
+    steps: int = at_least(1500, 1)
+    batch: int = at_least(64, 1)
+    lr: float = field(default=1e-2, metadata={"above": 0.0})
+    activation: Literal["identity", "tanh"] = "identity"
+    seed: int = at_least(0, 0)
+    eval_every: int = at_least(250, 1)
+    checkpoint_every: int = at_least(500, 1)
 
 
-PRESETS = {"default": Config(), "tiny": Config(train_steps=300, batch=32)}
+PRESETS = {"default": Config(), "tiny": Config(steps=300, batch=32, eval_every=100, checkpoint_every=100)}
 
 
 def modes(config: Config, x: np.ndarray) -> np.ndarray:
@@ -125,38 +154,68 @@ def relative_l2(config: Config, est: np.ndarray, true: np.ndarray) -> np.ndarray
     return np.asarray(np.sqrt((w * e**2).sum(-1) / (w * u**2).sum(-1)))
 
 
-def train(config: Config, progress: bool = True) -> dict[str, list[float]]:
-    """Train the observer; the per-time relative L² errors of the RNN and of the posterior mean (held out)."""
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    state, sensors = Chebyshev(config.terms), Vector(2)
-    activation = (lambda t: t) if config.activation == "identity" else torch.tanh
-    cell: RNNCell[Vector, Chebyshev] = RNNCell(sensors, state, activation, dtype=torch.float64)
-    with torch.no_grad():  # W starts as the identity on functions (the profile persists): the metric's inverse
-        cell.recurrent.weight.copy_(torch.linalg.inv(state.metric(torch.float64, torch.device("cpu"))))
-        cell.input.weight.zero_()
-        assert cell.input.bias is not None
-        cell.input.bias.zero_()
-    opt = torch.optim.Adam(cell.parameters(), lr=config.lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, config.train_steps)
-    seq = Vector(config.steps_in_time)
-    bar = tqdm(range(config.train_steps), desc="observer", disable=not progress)
-    for _ in bar:
-        _, y, c = trajectories(config, config.batch, rng)
-        h = scan(cell, Field(torch.from_numpy(y), (seq, sensors)))
-        err = add(h, scale(-1.0, Field(torch.from_numpy(c), (seq, state))))
-        loss = dot(err, err).tensor.mean()
-        opt.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
-        opt.step()
-        sched.step()
-        bar.set_postfix(loss=f"{float(loss.detach()):.2e}")
-    _, y, c = trajectories(config, 500, np.random.default_rng(config.seed + 1))
+def held_out(config: Config) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out readings ``(500, T, 2)`` and true Chebyshev coefficients ``(500, T, terms)`` (seed + 1)."""
+    _, y, c = trajectories(config, HELD_OUT, np.random.default_rng(config.seed + 1))
+    return y, c
+
+
+def estimate(cell: RNNCell[Vector, Chebyshev], config: Config, readings: np.ndarray) -> np.ndarray:
+    """The observer's estimates (Chebyshev coefficients ``(n, T, terms)``) from ``readings`` ``(n, T, 2)``."""
+    device = next(cell.parameters()).device
     with torch.no_grad():
-        estimate = scan(cell, Field(torch.from_numpy(y), (seq, sensors))).tensor.numpy()
+        y = torch.from_numpy(readings).to(device)
+        return scan(cell, Field(y, (Vector(config.steps_in_time), Vector(2)))).tensor.cpu().numpy()
+
+
+class ObserverTask(Optimised[np.random.Generator]):
+    """One seeded run: the cell (``W`` starting as the identity on functions), Adam, the cosine, numpy's sampler."""
+
+    def __init__(self, config: Config, device: torch.device) -> None:
+        torch.manual_seed(config.seed)
+        self.config, self.device = config, device
+        self.state, self.sensors, self.seq = Chebyshev(config.terms), Vector(2), Vector(config.steps_in_time)
+        activation = (lambda t: t) if config.activation == "identity" else torch.tanh
+        cell: RNNCell[Vector, Chebyshev] = RNNCell(self.sensors, self.state, activation, dtype=torch.float64)
+        with torch.no_grad():  # W starts as the identity on functions (the profile persists): the metric's inverse
+            cell.recurrent.weight.copy_(torch.linalg.inv(self.state.metric(torch.float64, torch.device("cpu"))))
+            cell.input.weight.zero_()
+            assert cell.input.bias is not None
+            cell.input.bias.zero_()
+        self.model = self.cell = cell.to(device)
+        self.optimiser = torch.optim.Adam(cell.parameters(), lr=config.lr)
+        self.schedule = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimiser, config.steps)
+        self.sampler = np.random.default_rng(config.seed)
+        self.held = held_out(config)
+
+    def train_step(self) -> Tensor:
+        _, y, c = trajectories(self.config, self.config.batch, self.sampler)
+        h = scan(self.cell, Field(torch.from_numpy(y).to(self.device), (self.seq, self.sensors)))
+        err = add(h, scale(-1.0, Field(torch.from_numpy(c).to(self.device), (self.seq, self.state))))
+        loss = dot(err, err).tensor.mean()
+        self.optimise(loss)
+        return loss.detach()
+
+    def evaluate(self) -> dict[str, float]:
+        y, c = self.held
+        return {"held_out_rel_l2": float(np.median(relative_l2(self.config, estimate(self.cell, self.config, y), c)))}
+
+
+def train(
+    config: Config, out: Path | None = None, device: torch.device | str = "cpu", **options: Unpack[FitOptions]
+) -> Trained[RNNCell[Vector, Chebyshev]]:
+    """Train the observer (or resume from ``out/checkpoint.pt``) to ``config.steps``."""
+    task = ObserverTask(config, torch.device(device))
+    run = fit_config(task, config, out, fix="try a smaller --lr", **options)
+    return Trained.of(task.cell, run)
+
+
+def errors(config: Config, cell: RNNCell[Vector, Chebyshev]) -> dict[str, list[float]]:
+    """The per-time median relative L² errors of the observer, the posterior mean and zero, held out."""
+    y, c = held_out(config)
     best = posterior_mean(config, y) @ mode_coefficients(config)
     return {
-        "rnn": np.median(relative_l2(config, estimate, c), 0).tolist(),
+        "rnn": np.median(relative_l2(config, estimate(cell, config, y), c), 0).tolist(),
         "posterior_mean": np.median(relative_l2(config, best, c), 0).tolist(),
         "zero": np.median(relative_l2(config, np.zeros_like(c), c), 0).tolist(),
     }
@@ -171,17 +230,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(argv: list[str] | None) -> int:
-    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
-    p.add_argument("--activation", choices=["identity", "tanh"], default=None)
-    p.add_argument("--no-progress", action="store_true")
-    a = p.parse_args(argv)
-    config = PRESETS[a.preset] if a.activation is None else replace(PRESETS[a.preset], activation=a.activation)
-    errors = train(config, progress=not a.no_progress)
-    print("median relative L2 error of the estimated profile u_t, held out (500 trajectories):")
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help="write report.json and checkpoint.pt here")
+    p.add_argument(
+        "--activation", choices=["identity", "tanh"], default=None, help="shorthand for --config activation="
+    )
+    config, a = options.config_of(p, argv, Config)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    out: Path | None = a.out
+    with RunDir(out) if out is not None else contextlib.nullcontext():
+        if out is not None:
+            check_resume(out, describe(config))
+        trained = train(config, out, a.device, progress=not a.no_progress, threads=a.threads)
+        errs = errors(config, trained.model)
+        report: dict[str, Any] = {
+            "config": describe(config),
+            "device": str(a.device),
+            "torch": torch.__version__,
+            "train_seconds": trained.elapsed,
+            "steps": trained.step,
+            "resumed_from_step": trained.resumed_from,
+            "held_out_median_relative_l2": errs,
+            "history": trained.history,
+        }
+        if out is not None:
+            (out / "report.json").write_text(json.dumps(report, indent=1))
+    print(f"median relative L2 error of the estimated profile u_t, held out ({HELD_OUT} trajectories):")
     print(f"{'t':>3} {'RNN (Chebyshev state)':>22} {'posterior mean':>15} {'zero':>8}")
     for t in range(config.steps_in_time):
-        print(f"{t + 1:>3} {errors['rnn'][t]:>22.2e} {errors['posterior_mean'][t]:>15.2e} {errors['zero'][t]:>8.2f}")
+        print(f"{t + 1:>3} {errs['rnn'][t]:>22.2e} {errs['posterior_mean'][t]:>15.2e} {errs['zero'][t]:>8.2f}")
+    if out is not None:
+        print(f"wrote {out / 'report.json'}, {out / 'checkpoint.pt'}")
     return 0
 
 

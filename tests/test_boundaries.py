@@ -66,11 +66,11 @@ PROGRAMS = [
     Program("examples.tree_listops", (*QUICK, "--models", "vector"), TRAINING | {"threads"}, "vector/checkpoint.pt"),
     Program("examples.cross_modal", QUICK, TRAINING | {"threads"}, "checkpoint.pt"),
     Program("examples.uncertainty", QUICK, frozenset({"config", "threads", "json"})),
-    Program("examples.observer", QUICK),
+    Program("examples.observer", QUICK, TRAINING | {"threads"}, "checkpoint.pt"),
     Program("examples.graph_signal", ("--steps", "1")),
     Program("examples.quantum", (), frozenset({"seed"})),
-    Program("examples.circuits", ("--steps", "1", "--train", "8", "--test", "4", "--models", "dag"), frozenset({"seed", "threads", "json"})),
-    Program("examples.graph_hops", ("--steps", "1", "--train", "8", "--test", "4", "--models", "ours"), frozenset({"seed", "threads"})),
+    Program("examples.circuits", (*QUICK, "--models", "dag"), TRAINING | {"threads", "json"}, "dag/checkpoint.pt"),
+    Program("examples.graph_hops", (*QUICK, "--models", "ours"), TRAINING | {"threads"}, "ours/checkpoint.pt"),
     Program("examples.semirings", (), frozenset({"seed"})),
     Program("applicative.laws", ("instances:LOG", "--examples", "1")),  # the law checker
 ]

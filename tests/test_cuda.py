@@ -143,3 +143,23 @@ def test_distribution_attention() -> None:
         return attention(ScaledSoftmax(0.5), *fields).tensor
 
     _close(run("cuda"), run("cpu"))
+
+
+@pytest.mark.parametrize(
+    "program, argv",
+    [
+        ("examples.circuits.__main__", ["--models", "dag,tree"]),
+        ("examples.graph_hops", ["--models", "ours"]),
+        ("examples.observer", []),
+    ],
+)
+def test_a_program_trains_on_cuda(program: str, argv: list[str], tmp_path: Any) -> None:
+    """``--device cuda``: the model and every batch on the GPU, a report and a checkpoint written."""
+    import importlib
+    import json
+
+    main = importlib.import_module(program).main
+    out = tmp_path / "run"
+    shared = ["--preset", "tiny", "--steps", "4", "--device", "cuda", "--no-progress", "--out", str(out)]
+    assert main([*shared, *argv]) == 0
+    assert json.loads((out / "report.json").read_text())["device"] == "cuda"

@@ -3,9 +3,12 @@ against a hand-written Kalman filter, and a short training run that learns to ob
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
+import torch
 from numpy.polynomial import chebyshev as npcheb
 
 from examples import observer
@@ -44,8 +47,22 @@ def test_posterior_mean_equals_a_sequential_kalman_filter() -> None:
 
 
 def test_the_rnn_learns_to_observe_the_profile() -> None:
-    errors = observer.train(CONFIG, progress=False)
+    errors = observer.errors(CONFIG, observer.train(CONFIG, progress=False).model)
     late = slice(CONFIG.steps_in_time // 2, None)
     rnn, best = np.median(errors["rnn"][late]), np.median(errors["posterior_mean"][late])
     assert min(errors["zero"]) > 0.99  # the trivial estimate
     assert 0.95 * best <= rnn < 1.2 * best, (errors["rnn"], errors["posterior_mean"])  # at the optimal filter
+
+
+def test_the_program_writes_a_resumable_run(tmp_path: Path) -> None:
+    """``--out``: report.json and checkpoint.pt; a resumed run (numpy's sampler restored) is the uninterrupted one."""
+    torch.set_num_threads(1)
+    argv = ["--preset", "tiny", "--no-progress", "--config", "eval_every=4", "--config", "checkpoint_every=4"]
+    config = CONFIG.replace(steps=8, eval_every=4, checkpoint_every=4)
+    observer.train(config, tmp_path / "a", progress=False, stop_after=4)  # stopped half-way
+    assert observer.main([*argv, "--steps", "8", "--out", str(tmp_path / "a")]) == 0
+    resumed = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert resumed["resumed_from_step"] == 4 and (tmp_path / "a" / "checkpoint.pt").exists()
+    whole = observer.train(config, None, progress=False)
+    assert resumed["history"] == whole.history
+    assert observer.main(["--activation", "relu"]) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,10 @@ from training import UserError, default_threads, fit, options
 from training.loop import Lines, Optimised, progress_bar
 from training.threads import MOST, SMALL, use_threads
 
-PROGRAMS = ["poisson", "darcy", "lm", "tree_listops", "cross_modal", "uncertainty"]
+PROGRAMS = [
+    *("poisson", "darcy", "lm", "tree_listops", "cross_modal", "uncertainty"),
+    *("circuits", "graph_hops", "observer"),
+]
 SHARED = ["--preset", "--config", "--steps", "--out", "--device", "--threads", "--no-progress"]
 
 
@@ -44,7 +48,8 @@ def _parser(name: str) -> Any:
         built.append(real(*args, **kwargs))
         raise _Built
 
-    main = importlib.import_module(f"examples.{name}.__main__")
+    package = importlib.util.find_spec(f"examples.{name}").submodule_search_locations is not None  # type: ignore[union-attr]
+    main = importlib.import_module(f"examples.{name}.__main__" if package else f"examples.{name}")
     options.program = spy  # type: ignore[assignment]
     try:
         with pytest.raises(_Built):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import random
 import re
 import warnings
 import zipfile
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -248,15 +250,37 @@ class Stateful(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> Any: ...
 
 
-def training_state(
-    model: Stateful, optimiser: Stateful, schedule: Stateful, sampler: torch.Generator
-) -> dict[str, Any]:
+#: what draws a run's batches: torch's generator, Python's (``random.Random``) or numpy's -- each one's state
+#: is tensors and plain data, restored bit-identically on resume
+Sampler = torch.Generator | random.Random | np.random.Generator
+
+
+def sampler_state(sampler: Sampler) -> Any:
+    """The state of a run's :data:`Sampler`, as tensors and plain data."""
+    if isinstance(sampler, torch.Generator):
+        return sampler.get_state()
+    if isinstance(sampler, random.Random):
+        return sampler.getstate()
+    return sampler.bit_generator.state
+
+
+def set_sampler_state(sampler: Sampler, state: Any) -> None:
+    """Restore :func:`sampler_state` (checked against the sampler's own first: :func:`check_like`)."""
+    if isinstance(sampler, torch.Generator):
+        sampler.set_state(state)
+    elif isinstance(sampler, random.Random):
+        sampler.setstate((state[0], tuple(state[1]), state[2]))
+    else:
+        sampler.bit_generator.state = state
+
+
+def training_state(model: Stateful, optimiser: Stateful, schedule: Stateful, sampler: Sampler) -> dict[str, Any]:
     """The usual parts of a run's state (model, optimiser, schedule, sampler) as tensors and plain data."""
     return {
         "model": model.state_dict(),
         "optimiser": optimiser.state_dict(),
         "schedule": schedule.state_dict(),
-        "sampler": sampler.get_state(),
+        "sampler": sampler_state(sampler),
     }
 
 
@@ -265,7 +289,7 @@ def restore_training_state(
     model: nn.Module,
     optimiser: torch.optim.Optimizer,
     schedule: Stateful,
-    sampler: torch.Generator,
+    sampler: Sampler,
 ) -> None:
     """Load :func:`training_state` back into the parts, after checking that each part fits (:class:`StateError`)."""
     missing = [k for k in ("model", "optimiser", "schedule", "sampler") if k not in state]
@@ -274,11 +298,11 @@ def restore_training_state(
     check_like(model.state_dict(), state["model"], "task.model")
     _check_optimiser(optimiser, state["optimiser"])
     check_like(schedule.state_dict(), state["schedule"], "task.schedule")
-    check_like(sampler.get_state(), state["sampler"], "task.sampler")
+    check_like(sampler_state(sampler), state["sampler"], "task.sampler")
     model.load_state_dict(state["model"])
     optimiser.load_state_dict(state["optimiser"])
     schedule.load_state_dict(state["schedule"])
-    sampler.set_state(state["sampler"])
+    set_sampler_state(sampler, state["sampler"])
 
 
 def _check_optimiser(optimiser: torch.optim.Optimizer, state: Any) -> None:

@@ -172,3 +172,11 @@ def heads_divide(config: object) -> str | None:
     if type(width) is int and type(heads) is int and heads > 0 and width % heads:
         return f"config fields width={width}, heads={heads}: heads must divide width (the model splits into heads)"
     return None
+
+
+def batch_within(config: Any, examples: str) -> str | None:
+    """For a config whose ``batch`` is drawn without replacement from its ``train`` examples: the problem when
+    ``batch`` exceeds ``train`` (``examples`` names them in the message), or ``None``."""
+    if config.batch > config.train:
+        return f"config fields batch={config.batch} > train={config.train}: a batch is drawn from the {examples}"
+    return None

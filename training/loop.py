@@ -15,6 +15,7 @@ and plain data); :func:`fit` runs it to ``steps``:
 from __future__ import annotations
 
 import math
+import random
 import signal
 import sys
 import threading
@@ -23,11 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Generic, Protocol, TypedDict, TypeVar, Unpack
+from typing import Any, Generic, Protocol, TypedDict, Unpack
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LRScheduler, OneCycleLR
+from typing_extensions import TypeVar
 
 from .checkpoint import (
     FORMAT,
@@ -73,8 +76,14 @@ class Task(Protocol):
         ...
 
 
-class Optimised:
-    """A :class:`Task`'s state when it is the usual four parts: ``model``, ``optimiser``, ``schedule``, ``sampler``.
+#: the kind of a task's sampler (:data:`~.checkpoint.Sampler`): torch's generator unless the task says otherwise
+S = TypeVar("S", torch.Generator, random.Random, np.random.Generator, default=torch.Generator)
+
+
+class Optimised(Generic[S]):
+    """A :class:`Task`'s state when it is the usual four parts: ``model``, ``optimiser``, ``schedule``, ``sampler``
+    (torch's generator; ``Optimised[random.Random]`` or ``Optimised[numpy.random.Generator]`` for Python's or
+    numpy's: :data:`~.checkpoint.Sampler`).
 
     A task class that sets these attributes inherits :meth:`state_dict` / :meth:`load_state_dict` (each part
     checked against the task's own before it is loaded: :func:`~.checkpoint.restore_training_state`).
@@ -83,7 +92,7 @@ class Optimised:
     model: nn.Module
     optimiser: torch.optim.Optimizer
     schedule: LRScheduler
-    sampler: torch.Generator
+    sampler: S
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimiser, schedule and sampler state: tensors and plain data."""

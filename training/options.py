@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from .distributed import device_of
 from .errors import UserError
 
 C = TypeVar("C")
+N = TypeVar("N", bound=str)
 #: the options every program has; a config field of one of these names is set with --config only
 SHARED = ("preset", "config", "steps", "out", "device", "threads", "no_progress")
 
@@ -101,3 +102,19 @@ def config_of(p: argparse.ArgumentParser, argv: list[str] | None, kind: type[C])
     config, a = parse(p, argv)
     assert isinstance(config, kind)
     return config, a
+
+
+def names(text: str, allowed: Sequence[N], option: str = "--models", noun: str = "model") -> list[N]:
+    """A comma-separated option naming some of ``allowed``, each once (``--models dag,tree``), checked."""
+    given = [m.strip() for m in text.split(",") if m.strip()]
+    if not given:
+        raise UserError(f"{option} {text!r}: name at least one of {', '.join(allowed)}")
+    out: list[N] = []
+    for name in given:
+        kind = next((m for m in allowed if m == name), None)
+        if kind is None:
+            raise UserError(f"{option}: no {noun} {name!r}; the {noun}s are {', '.join(allowed)}")
+        if kind in out:
+            raise UserError(f"{option}: {name} named twice")
+        out.append(kind)
+    return out

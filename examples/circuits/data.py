@@ -103,19 +103,21 @@ def tree_size(c: Circuit) -> int:
     return size[-1]
 
 
-def dag_batch(circuits: Sequence[Circuit]) -> tuple[DAG, Tensor, Tensor]:
-    """The circuits as one :class:`DAG` batch, the digits ``(B, N)`` (int64) and the outputs ``(B,)``."""
-    dag = DAG.from_lists([c.nodes for c in circuits], OPS)
+def dag_batch(circuits: Sequence[Circuit], device: torch.device | str | None = None) -> tuple[DAG, Tensor, Tensor]:
+    """The circuits as one :class:`DAG` batch, the digits ``(B, N)`` (int64) and the outputs ``(B,)``, on ``device``."""
+    dag = DAG.from_lists([c.nodes for c in circuits], OPS, device)
     digits = torch.zeros(len(circuits), dag.size, dtype=torch.int64)
     for b, c in enumerate(circuits):
         digits[b, : len(c.digits)] = torch.tensor(c.digits)
-    return dag, digits, torch.tensor([c.value for c in circuits])
+    return dag, digits.to(device), torch.tensor([c.value for c in circuits], device=device)
 
 
-def tree_batch(circuits: Sequence[Circuit]) -> tuple[Expressions, Tensor, Tensor]:
+def tree_batch(
+    circuits: Sequence[Circuit], device: torch.device | str | None = None
+) -> tuple[Expressions, Tensor, Tensor]:
     """The unrolled circuits as :class:`Expressions`, the leaf digits ``(B, L)`` and the outputs ``(B,)``."""
-    e, leaves = Expressions.from_nested([unroll(c) for c in circuits], OPS)
+    e, leaves = Expressions.from_nested([unroll(c) for c in circuits], OPS, device)
     digits = torch.zeros(len(circuits), e.tree.size, dtype=torch.int64)
     for b, row in enumerate(leaves):
         digits[b, : len(row)] = torch.tensor(row)
-    return e, digits, torch.tensor([c.value for c in circuits])
+    return e, digits.to(device), torch.tensor([c.value for c in circuits], device=device)

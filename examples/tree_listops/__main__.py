@@ -33,7 +33,6 @@ import torch
 
 from training import (
     RunDir,
-    UserError,
     check_batch,
     check_resume,
     describe,
@@ -65,18 +64,7 @@ def parse(argv: list[str] | None = None) -> tuple[Config, list[ModelKind], argpa
 
 def models_of(text: str) -> list[ModelKind]:
     """``--models``, checked: known names, each once."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    if not names:
-        raise UserError(f"--models {text!r}: name at least one of {', '.join(MODELS)}")
-    out: list[ModelKind] = []
-    for name in names:
-        kind = next((m for m in MODELS if m == name), None)
-        if kind is None:
-            raise UserError(f"--models: no model {name!r}; the models are {', '.join(MODELS)}")
-        if kind in out:
-            raise UserError(f"--models: {name} named twice")
-        out.append(kind)
-    return out
+    return options.names(text, MODELS)
 
 
 def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
