@@ -28,7 +28,7 @@ from examples.poisson.__main__ import main
 from training import ConfigError
 from training.config import CONVENTIONS
 from training.loop import Progress
-from training.tasks.poisson import data
+from training.tasks.poisson import data, families
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
 
@@ -188,8 +188,52 @@ def test_clipping_bounds_the_step() -> None:
     assert float(norm) <= 1e-3 * (1 + 1e-5)
 
 
-def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cfg = TINY.replace(checkpoint_every=7)
+def test_solutions_are_the_solvers_cut_to_out_modes() -> None:
+    f = data.training_law("mixed", 6, torch.Generator().manual_seed(1), 8)
+    exact = data.pad(PoissonSolver(data.DEGREE).solve(f), 12)
+    assert torch.allclose(data.solutions(f, 12), exact, rtol=0, atol=1e-13 * float(exact.abs().max()))
+    with pytest.raises(ValueError, match="expected sources"):
+        data.solutions(f[0], 12)
+
+
+def test_training_law_is_the_splits_law() -> None:
+    """The online draws come from the law the held-out set is drawn from (mixed: families.training_sources)."""
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    assert torch.equal(data.training_law("mixed", 9, g(), 16), families.training_sources(9, g(), 16))
+    decaying = data.training_law("decaying", 50, g(), 16)
+    assert torch.all(decaying[:, 12:, :] == 0) and torch.all(decaying[:, :, 12:] == 0)
+    assert torch.allclose(data.l2_norm_sq(decaying), torch.ones(50, dtype=torch.float64))
+    with pytest.raises(ValueError, match="sources must be"):
+        data.training_law("flat", 1, g(), 16)
+
+
+def test_online_batches_are_fresh_exact_and_resumable() -> None:
+    """``online``: every batch is new sources of the training law with exact targets, drawn by the saved sampler."""
+    cfg = TINY.replace(online=True, batch=16)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
+    task = train.build(cfg, splits, torch.device("cpu"))
+    out = cfg.out_modes or cfg.modes
+    first = task.batch()
+    state = task.sampler.get_state()
+    second, third = task.batch(), task.batch()
+    assert first[0].shape == (16, cfg.modes, cfg.modes) and first[1].shape == (16, out, out)
+    assert not torch.equal(first[0], second[0]) and not torch.equal(second[0], third[0])
+    trained = splits.train.f.to(first[0].dtype)
+    assert not any(torch.equal(row, t) for row in second[0] for t in trained)  # not the fixed training pairs
+    exact = data.pad(PoissonSolver(data.DEGREE).solve(second[0].double()), out)
+    assert torch.allclose(second[1].double(), exact, atol=1e-6 * float(exact.abs().max()))
+    again = train.build(cfg, splits, torch.device("cpu"))
+    again.sampler.set_state(state)  # as a resumed run restores it from the checkpoint
+    for want in (second, third):
+        got = again.batch()
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    offline = train.build(cfg.replace(online=False), splits, torch.device("cpu")).batch()[0]
+    assert all(any(torch.equal(row, t) for t in trained) for row in offline)  # the fixed pairs otherwise
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path, online) -> None:  # type: ignore[no-untyped-def]
+    cfg = TINY.replace(checkpoint_every=7, online=online)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     straight = train.train(cfg, splits, tmp_path / "a", progress=False)
 

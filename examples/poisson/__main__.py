@@ -72,8 +72,9 @@ def run(argv: list[str] | None) -> int:
         t0 = time.perf_counter()
         splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, a.cache, config.sources)
         print(f"config: {config}")
+        fresh = "a fresh batch of the training law every step (online), " if config.online else ""
         print(
-            f"data: {len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
+            f"data: {fresh}{len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
             f"({time.perf_counter() - t0:.1f}s)"
         )
         trained = train.train(

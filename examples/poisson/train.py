@@ -72,16 +72,26 @@ class PoissonTask(Optimised):
         )
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
+        self.out, self.dtype = out, dtype
         self.f = splits.train.f.to(device, dtype)
         self.g = splits.train.target(out).to(device, dtype)
 
-    def train_step(self) -> Tensor:
+    def batch(self) -> tuple[Tensor, Tensor]:
+        """This process's slice of the next global batch: sources and their targets (one sampler draws it)."""
         # every process draws the same global batch (one sampler state) and trains on its slice
+        if self.config.online:  # fresh sources from the training law, solved exactly
+            f = data.training_law(self.config.sources, self.config.batch, self.sampler, self.config.modes)
+            f, g = self.ranks.shard(f), self.ranks.shard(data.solutions(f, self.out))
+            return f.to(self.device, self.dtype), g.to(self.device, self.dtype)
         idx = self.ranks.shard(torch.randint(0, len(self.f), (self.config.batch,), generator=self.sampler))
         idx = idx.to(self.device)
+        return self.f[idx], self.g[idx]
+
+    def train_step(self) -> Tensor:
+        f, g = self.batch()
         with autocast(self.amp, self.device):
-            pred = self.net(self.f[idx])
-        loss = relative_sq(pred.to(self.g.dtype), self.g[idx]).mean()
+            pred = self.net(f)
+        loss = relative_sq(pred.to(g.dtype), g).mean()
         self.optimise(loss, clip=self.config.clip)
         return loss
 

@@ -109,6 +109,41 @@ def make(spec: SourceSpec, count: int, seed: int, degree: int = 48) -> PoissonDa
     return PoissonData(f, PoissonSolver(degree).solve(f))
 
 
+def training_law(sources: str, count: int, g: torch.Generator, n: int = 16) -> Tensor:
+    """``count`` sources ``(count, n, n)`` (float64, unit L² norm) of the training law ``sources``, drawn with ``g``.
+
+    ``"decaying"``: :data:`IN_DISTRIBUTION` (for ``n`` modes, as :func:`splits` scales it); ``"mixed"``:
+    :func:`training.tasks.poisson.families.training_sources`. What an online run (``Config.online``) trains on.
+    """
+    from . import families
+
+    if sources == "mixed":
+        return families.training_sources(count, g, n)
+    if sources == "decaying":
+        return families.gaussian(count, g, n, families.decay(n, IN_DISTRIBUTION.rho ** (16 / n), 12 * n // 16))
+    raise ValueError(f"training_law: sources must be 'decaying' or 'mixed', got {sources!r}")
+
+
+@functools.cache
+def _response(n: int, out: int) -> Tensor:
+    basis = torch.eye(n * n, dtype=torch.float64).reshape(n * n, n, n)
+    return pad(PoissonSolver(DEGREE).solve(basis), out).reshape(n * n, out * out)
+
+
+def solutions(f: Tensor, out: int) -> Tensor:
+    """The exact solutions of ``(count, n, n)`` sources cut to ``(count, out, out)`` coefficients, float64.
+
+    :class:`~training.tasks.poisson.solver.PoissonSolver` at :data:`DEGREE` is linear, so it is applied as the
+    matrix of its responses to the ``n²`` unit sources (solved once per ``(n, out)``): equal to
+    ``pad(solve(f), out)`` to rounding, and a millisecond for a batch.
+    """
+    n = f.shape[-1]
+    if f.ndim != 3 or f.shape[-2] != n:
+        raise ValueError(f"solutions: expected sources (count, n, n), got shape {tuple(f.shape)}")
+    g: Tensor = f.to(torch.float64).reshape(-1, n * n) @ _response(n, out).to(f.device)
+    return g.reshape(-1, out, out)
+
+
 def _split_seed(seed: int, i: int) -> int:
     """The seed of split ``i`` (0 train, 1 test, 2 OOD): ``3 seed + i``, wrapped into the generator's 64 bits."""
     return (3 * seed + i) % 2**64
