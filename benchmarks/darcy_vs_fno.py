@@ -45,6 +45,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
+
 from examples.darcy.train import build_model
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config

@@ -24,9 +24,12 @@ import json
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import get_args
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.lm.train import LMTask
 from training.tasks.lm import data

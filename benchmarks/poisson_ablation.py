@@ -31,9 +31,12 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.poisson.train import build, errors
 from training.tasks.poisson import data

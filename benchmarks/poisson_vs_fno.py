@@ -26,9 +26,12 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.poisson.train import PoissonModel, relative_sq
 from training.tasks.poisson import data

@@ -77,3 +77,23 @@ def test_the_library_imports_nothing_from_examples() -> None:
                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names.append(node.module)
                 assert not any(n.split(".")[0] == "examples" for n in names), f"{path} imports {names}"
+
+
+def test_every_benchmark_starts_from_outside_the_checkout(tmp_path: Path) -> None:
+    """``python benchmarks/NAME.py --help`` from another directory: a benchmark that imports ``examples``
+    (a checkout folder, not installed) puts the checkout on its path itself."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    runs = {
+        s.name: subprocess.Popen(
+            [sys.executable, str(s), "--help"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in scripts
+    }
+    failed = {}
+    for name, run in runs.items():
+        out, err = run.communicate(timeout=120)
+        if run.returncode != 0 or "usage:" not in out:
+            failed[name] = (err.strip().splitlines() or ["(no stderr)"])[-1]
+    assert not failed, f"benchmarks that do not start: {failed}"
