@@ -20,6 +20,7 @@ import torch.nn.functional as nnf
 from applicative import REAL
 from examples.darcy.train import train
 from instances.chebyshev import points
+from training import ConfigError
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.grid import Uniform, fourier, grid, trapezoid_weights
@@ -141,3 +142,29 @@ def test_tiny_grid_training_lowers_the_error(tmp_path: Path) -> None:
     before = float(task.errors().mean())
     _, task = train(config, splits, tmp_path, progress=False)
     assert float(task.errors().mean()) < 0.7 * before
+
+
+def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> None:
+    """``channels=C``: the Funcformer reads ``C`` functions of ``y`` at each ``x`` (features ``Pairs(Y, Vector(C))``,
+    channel fastest) and ``combine`` mixes its ``C`` outputs. With the embedding blind to channels 1.., and
+    ``combine`` picking channel 0, the model is the one-channel model with the same weights."""
+    base = PRESETS["tiny"].replace(reader="grid")
+    torch.manual_seed(0)
+    one, three = DarcyModel(base), DarcyModel(base.replace(channels=3))
+    three.reader.load_state_dict(one.reader.state_dict())  # type: ignore[union-attr]
+    assert one.net is not None and three.net is not None and three.combine is not None
+    ones = {k: v for k, v in one.net.state_dict().items() if "embed" not in k}
+    three.net.load_state_dict(ones, strict=False)
+    with torch.no_grad():
+        embed, unembed = three.net.transformer.embed.weight, three.net.transformer.unembed.weight
+        embed.zero_()
+        embed[:, 0::3] = one.net.transformer.embed.weight  # channel 0 of every y coefficient
+        unembed[0::3] = one.net.transformer.unembed.weight
+        three.collapse.weight[0] = one.collapse.weight[0]  # type: ignore[union-attr]
+        three.collapse.bias[0] = one.collapse.bias[0]  # type: ignore[union-attr]
+        three.combine.weight.copy_(torch.tensor([[1.0, 0.0, 0.0]]))
+        three.combine.bias.zero_()
+    d = data.sample("lognormal", 2, points=base.points, refine=1)
+    torch.testing.assert_close(three(three.inputs(d)), one(one.inputs(d)), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="channels=3, reader=interpolant"):
+        PRESETS["tiny"].replace(channels=3)

@@ -15,8 +15,10 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
   tokens, one axis at a time, giving ``width`` feature functions on ``Pairs(X, Y)``. A 65² grid is read by
   the same weights (the same integrals, sampled more densely).
 * Network: with ``sequence="x"`` (default), :class:`models.funcformer.Funcformer` unchanged (the grid
-  reader's channels are first collapsed to one function); with ``sequence="xy"``, the generic encoder over
-  the whole domain ``Pairs(X, Y)`` with channels as features (the Transolver / Galerkin-Transformer shape;
+  reader's channels are first collapsed to ``channels`` functions: the Funcformer's features at each ``x`` are
+  ``Pairs(Y, Vector(channels))``, and its ``channels`` output functions are mixed into ``v``); with
+  ``sequence="xy"``, the generic encoder over the whole domain ``Pairs(X, Y)`` with channels as features (the
+  Transolver / Galerkin-Transformer shape;
   ``domain_normalise="linear"`` is the Galerkin form, linear in the ``n²`` positions).
 * Output: the boundary condition is built in. The network's series :math:`v` is multiplied by the bubble
   :math:`b(x, y) = (1 - x^2)(1 - y^2)`, exactly in coefficient space: :math:`u = B v B^T` with
@@ -183,15 +185,20 @@ class DarcyModel(nn.Module):
         self.x, self.y = X(n), Y(n)
         self.domain = Pairs(self.x, self.y)
         self.reader = GridReader(config, self.domain, self.dtype) if config.reader == "grid" else None
-        self.net: Funcformer[X, Y, Vector] | None = None
+        self.net: Funcformer[X, Y | Pairs, Vector] | None = None
         self.collapse: Linear[Vector, Vector] | None = None
+        self.combine: Linear[Vector, Vector] | None = None
         self.layers = nn.ModuleList()
         self.out: Linear[Vector, Vector] | None = None
         if config.sequence == "x":
             cfg = FuncformerConfig(heads=config.heads, depth=config.depth, normalise=_normalise(config), eps=config.eps)
-            self.net = Funcformer(self.x, self.y, d, Vector(config.hidden), cfg, dtype=self.dtype)
-            if self.reader is not None:  # the reader's channels -> one function of (x, y), the Funcformer's input
-                self.collapse = Linear(d, Vector(1), dtype=self.dtype)
+            c = Vector(config.channels)
+            features: Y | Pairs = self.y if c.size == 1 else Pairs(self.y, c)
+            self.net = Funcformer(self.x, features, d, Vector(config.hidden), cfg, dtype=self.dtype)
+            if self.reader is not None:  # the reader's channels -> functions of (x, y), the Funcformer's input
+                self.collapse = Linear(d, c, dtype=self.dtype)
+            if c.size > 1:  # the Funcformer's output functions -> v
+                self.combine = Linear(c, Vector(1), dtype=self.dtype)
         else:  # the generic encoder over the whole domain, channels as features
             normalise = _normalise(config, config.domain_normalise)
             self.layers.extend(
@@ -228,8 +235,12 @@ class DarcyModel(nn.Module):
         else:
             h = self.reader((c - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype))
             if self.net is not None and self.collapse is not None:
-                f = self.collapse(h).tensor.reshape(-1, n, n)
-                v = self.net(Field(f, (self.x, self.y))).tensor
+                f = self.collapse(h).tensor.reshape(-1, n, n * self.config.channels)  # (b, x, (y, channel))
+                v = self.net(Field(f, (self.x, self.net.features))).tensor
+                if self.combine is not None:
+                    out = Field(v.reshape(-1, n * n, self.config.channels), (self.domain, self.combine.inp))
+                    v = self.combine(out).tensor
+                v = v.reshape(-1, n, n)
             else:
                 for layer in self.layers:
                     h = layer(h)
