@@ -112,7 +112,8 @@ def make(spec: SourceSpec, count: int, seed: int, degree: int = 48) -> PoissonDa
 def training_law(sources: str, count: int, g: torch.Generator, n: int = 16) -> Tensor:
     """``count`` sources ``(count, n, n)`` (float64, unit L² norm) of the training law ``sources``, drawn with ``g``.
 
-    ``"decaying"``: :data:`IN_DISTRIBUTION` (for ``n`` modes, as :func:`splits` scales it); ``"mixed"``:
+    ``"decaying"``: :data:`IN_DISTRIBUTION` (for ``n`` modes, as :func:`splits` scales it; the ``"decaying"``
+    family of :data:`~training.tasks.poisson.families.FAMILIES`); ``"mixed"``:
     :func:`training.tasks.poisson.families.training_sources`. What an online run (``Config.online``) trains on.
     """
     from . import families
@@ -120,7 +121,8 @@ def training_law(sources: str, count: int, g: torch.Generator, n: int = 16) -> T
     if sources == "mixed":
         return families.training_sources(count, g, n)
     if sources == "decaying":
-        return families.gaussian(count, g, n, families.decay(n, IN_DISTRIBUTION.rho ** (16 / n), 12 * n // 16))
+        draw, _ = families.FAMILIES["decaying"]
+        return draw(count, g, n)
     raise ValueError(f"training_law: sources must be 'decaying' or 'mixed', got {sources!r}")
 
 
