@@ -3,7 +3,7 @@
 from .crossmodal import CrossModal, CrossModalConfig
 from .dagfold import DAGFold
 from .diagram import Diagram, diagram, render
-from .funcformer import Funcformer, FuncformerConfig, SeparableLinear, funcformer, unit_scaled
+from .funcformer import Funcformer, FuncformerConfig, SeparableLinear, funcformer, odd_part, unit_scaled
 from .ipa import IPAColumn, IPALayer, IPARow
 from .rnn import RNNCell, scan
 from .transformer import (
@@ -68,6 +68,7 @@ __all__ = [
     "funcformer",
     "head_structure",
     "log_loss",
+    "odd_part",
     "probabilities",
     "render",
     "scan",

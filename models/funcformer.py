@@ -36,7 +36,9 @@ so a linear operator on ``n`` positions needs keys of ``n`` per head (``Funcform
 For a *linear* operator (Poisson's :math:`\Delta^{-1}`), :class:`SeparableLinear` is the linear path a
 model adds beside the Transformer: :math:`u \mapsto \sum_{r<R} A_r u B_r^T` on the coefficient matrix, a
 sum of ``R`` products of integral operators along ``x`` and along ``y`` (exactly linear, hence
-scale-equivariant), and :func:`unit_scaled` makes any operator positively homogeneous of degree one.
+scale-equivariant), :func:`unit_scaled` makes any operator positively homogeneous of degree one and
+:func:`odd_part` makes it odd (``op(-u) = -op(u)``); together they give ``op(c u) = c op(u)`` for every real ``c``,
+the symmetries of any linear operator, without mixing a single position.
 """
 
 from __future__ import annotations
@@ -202,6 +204,18 @@ def unit_scaled(op: Callable[[Tensor], Tensor], u: Tensor, norm: Tensor) -> Tens
     """
     n = norm[..., None, None]
     return op(u / torch.where(n > 0, n, torch.ones_like(n))) * n
+
+
+def odd_part(op: Callable[[Tensor], Tensor], u: Tensor) -> Tensor:
+    """``(op(u) - op(-u)) / 2``: the odd part of ``op``, ``odd_part(op, -u) = -odd_part(op, u)`` for any ``op``.
+
+    It removes every even-order term of ``op`` (a constant, the quadratic terms a Transformer's attention forms
+    from ``q``, ``k`` and ``v`` that all depend on ``u``); the odd terms, the linear ones among them, stay. One
+    call of ``op`` on the batch ``[u, -u]`` (twice the batch), ``u`` ``(batch, ...)``.
+    """
+    both = op(torch.cat([u, -u]))
+    plus, minus = both.chunk(2)
+    return (plus - minus) / 2
 
 
 def funcformer(

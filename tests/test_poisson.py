@@ -409,4 +409,5 @@ def test_curves(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_default_config_reaches_target(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert main(["--out", str(tmp_path), "--no-progress"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["held_out_relative_l2"]["mean"] <= 6e-3  # 4.5e-3 measured (issue 17's target: 1e-3)
+    # issue 17's target is 1e-3: 9.6e-4 measured on one thread; the slack covers other thread counts' rounding
+    assert report["held_out_relative_l2"]["mean"] <= 1.2e-3

@@ -15,7 +15,7 @@ import torch
 
 from examples.poisson import generalise, train
 from instances import Vector
-from models.funcformer import SeparableLinear, unit_scaled
+from models.funcformer import SeparableLinear, odd_part, unit_scaled
 from training.tasks.poisson import data, families
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.model import PoissonModel
@@ -67,6 +67,34 @@ def test_the_homogeneous_wrapper_is_the_norm_times_the_operator_on_the_unit_sphe
     got = unit_scaled(torch.tanh, u, norm)
     want = torch.stack([torch.tanh(u[i] / norm[i]) * norm[i] for i in range(3)])
     torch.testing.assert_close(got, want, rtol=1e-14, atol=0)
+
+
+def test_the_odd_part_keeps_the_odd_terms_of_a_polynomial() -> None:
+    """``odd_part`` of ``1 + 2u + 3u² + 4u³`` is ``2u + 4u³``, element by element (numpy's polynomial)."""
+    u = torch.randn(5, 3, 4, dtype=torch.float64)
+    got = odd_part(lambda v: 1 + 2 * v + 3 * v**2 + 4 * v**3, u)
+    want = np.polynomial.polynomial.polyval(u.numpy(), [0.0, 2.0, 0.0, 4.0])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("odd", [True, False])
+def test_the_odd_model_answers_every_real_scale_exactly(odd: bool) -> None:
+    """With ``odd`` and ``homogeneous``: ``model(c f) = c model(f)`` for negative ``c`` too; without ``odd`` the
+    Transformer's even-order terms break it (so the check can fail)."""
+    model = _model(odd=odd)
+    f = families.draw("flat", 3, seed=2)
+    with torch.no_grad():
+        base = model(f)
+        for c in (-1e2, -3.0, -1.0, -1e-2):
+            if odd:
+                torch.testing.assert_close(model(c * f), c * base, rtol=1e-10, atol=1e-14 * abs(c))
+            else:
+                assert not torch.allclose(model(c * f), c * base, rtol=1e-6, atol=0)
+        if not odd:
+            return
+        plain = _model(odd=False)  # the odd model is the odd part of the plain one with the same weights
+        plain.load_state_dict(model.state_dict())
+        torch.testing.assert_close(base, (plain(f) - plain(-f)) / 2, rtol=1e-12, atol=1e-15)
 
 
 def test_finer_sources_are_cut_to_the_model_modes_and_output_has_out_modes() -> None:

@@ -7,7 +7,7 @@ command after Ctrl-C or a SIGTERM to continue; a larger ``--steps`` extends a fi
 
 Examples::
 
-    python -m examples.poisson                          # default: ~13 min on one thread (9 with --threads 2, idle)
+    python -m examples.poisson                          # default: about 7 min on one thread
     python -m examples.poisson --preset gpu --device cuda
     python -m examples.poisson --steps 500 --out runs/short
     python -m examples.poisson --config width=32 --config lr=3e-3

@@ -37,6 +37,9 @@ class Config(Checked):
         out_modes: Chebyshev terms per axis of the predicted solution (``0``: ``modes``); the solution of
             an ``n``-mode source has more than ``n`` (its series is cut there otherwise).
         homogeneous: predict ``‖f‖ · model(f / ‖f‖)``: positively homogeneous, whatever the source's amplitude.
+        odd: predict the Transformer's odd part ``(T(f) - T(-f)) / 2`` (:func:`models.odd_part`): ``model(-f) =
+            -model(f)``, with ``homogeneous`` ``model(c f) = c model(f)`` for every real ``c``; the even-order
+            terms of attention (``q``, ``k``, ``v`` all depend on ``f``) drop out. Twice the batch per step.
         correction: run the Transformer (a nonlinear correction when ``rank > 0``); off: the linear path alone.
         sequence: what the Transformer's sequence is: ``"x"`` (the first argument, with functions of ``y``
             as features: the 1D Funcformer) or ``"xy"`` (the whole 2D domain ``Pairs(X, Y)``, one channel as
@@ -75,6 +78,7 @@ class Config(Checked):
     rank: int = at_least(0, 0)
     out_modes: int = at_least(0, 0)
     homogeneous: bool = False
+    odd: bool = False
     correction: bool = True
     sources: Sources = "decaying"
     sequence: Sequence = "x"
@@ -109,10 +113,13 @@ WITH_LINEAR_PATH = Config(rank=12, out_modes=24, homogeneous=True, sources="mixe
 #: its output is not cut at the source's 16 modes (a 2.2e-2 floor on the mixed sources); 12 heads whose
 #: keys and values have 24 terms each, since attention along x has rank at most the key size per head and
 #: the operator needs about 8 separable terms of full rank (both measured in benchmarks/poisson_ablation.py);
-#: online: a fresh batch of the training law every step; 7000 steps (503 s on one idle CPU thread) reach 4.5e-3
-#: held-out (2000 fixed pairs: 4.1e-2 after 2000 steps against 1.5e-2 online, 5.8e-3 after 8000; issue 17)
+#: the odd part of the Transformer (attention's even-order terms drop out); online: a fresh batch of the
+#: training law every step, 8 sources a step for 24000 steps (at equal time, smaller batches and more steps
+#: won: 64 a step reach 1.8e-3, 16 1.6e-3, 8 1.1e-3, and 9.6e-4 at a peak rate of 5e-3; issue 17's
+#: measurements in docs/guides/funcformer.md)
 FUNCFORMER = WITH_LINEAR_PATH.replace(
-    rank=0, domain_modes=24, width=96, heads=12, key_size=24, value_size=24, online=True, steps=7000
+    rank=0, domain_modes=24, width=96, heads=12, key_size=24, value_size=24, online=True, odd=True,
+    batch=8, steps=24000, lr=5e-3,
 )
 
 PRESETS: dict[str, Config] = {

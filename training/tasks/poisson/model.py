@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
-from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, unit_scaled
+from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
 from training import registry
 
 from .config import Config
@@ -53,8 +53,9 @@ class PoissonModel(nn.Module):
 
     ``model(f) = L f + T(f)`` (times ``1 / out_scale``): ``L`` the exactly linear path
     :class:`~models.funcformer.SeparableLinear` (``config.rank`` terms; absent at ``0``), ``T`` the Funcformer
-    (``config.correction``), its ``modes x modes`` output zero-padded to ``p``. With ``config.homogeneous`` the
-    whole is applied as ``‖f‖ · model(f / ‖f‖)`` (L² norm): ``model(c f) = c model(f)`` for every ``c > 0``.
+    (``config.correction``; its odd part with ``config.odd``), its ``modes x modes`` output zero-padded to ``p``.
+    With ``config.homogeneous`` the whole is applied as ``‖f‖ · model(f / ‖f‖)`` (L² norm): ``model(c f) =
+    c model(f)`` for every ``c > 0`` (every real ``c`` with ``config.odd``).
 
     Sources of any size are accepted: a series of more than ``modes`` terms per axis is cut to ``modes``
     (:meth:`read`: its higher modes are dropped; ``Δ⁻¹`` damps them like ``1/k²``), a shorter one zero-padded.
@@ -105,7 +106,8 @@ class PoissonModel(nn.Module):
         if self.linear is not None:
             out = out + self.linear(f)
         if self.config.correction:
-            out = out + pad(self.transformer(f), self.out_modes)
+            t = odd_part(self.transformer, f) if self.config.odd else self.transformer(f)
+            out = out + pad(t, self.out_modes)
         return out
 
     def transformer(self, f: Tensor) -> Tensor:
