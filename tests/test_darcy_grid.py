@@ -7,6 +7,7 @@ values and coefficients) for the input route; numpy's ``chebval2d`` for the seri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.grid import Uniform, fourier, grid, trapezoid_weights
 from training.tasks.darcy.model import DarcyModel, GridReader
+from training.tasks.darcy.solver import DarcySolver
 
 
 @pytest.fixture(autouse=True)
@@ -168,3 +170,26 @@ def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> 
     torch.testing.assert_close(three(three.inputs(d)), one(one.inputs(d)), rtol=1e-5, atol=1e-6)
     with pytest.raises(ConfigError, match="channels=3, reader=interpolant"):
         PRESETS["tiny"].replace(channels=3)
+
+
+@pytest.mark.parametrize("homogeneous", [True, False])
+def test_the_homogeneous_model_divides_by_the_coefficients_scale(homogeneous: bool) -> None:
+    """``homogeneous``: ``u(c a) = u(a) / c`` for every ``c > 0`` by construction -- the exact solver's symmetry,
+    checked on it too; without it the untrained model does not follow ``c`` (so the check can fail)."""
+    config = PRESETS["tiny"].replace(reader="grid", homogeneous=homogeneous, dtype="float64")
+    torch.manual_seed(0)
+    model = DarcyModel(config, in_shift=0.3, in_scale=1.7, out_scale=2.0).eval()
+    d = data.sample("lognormal", 3, points=config.points, refine=1)
+    solver = DarcySolver(config.points)
+    with torch.no_grad():
+        base = model(model.inputs(d))
+        for c in (1e-2, 0.5, 3.0, 1e2):
+            got = model(model.inputs(dataclasses.replace(d, a=d.a * c)))
+            if homogeneous:
+                torch.testing.assert_close(got, base / c, rtol=1e-10, atol=1e-14)
+            else:
+                assert not torch.allclose(got, base / c, rtol=1e-3, atol=0)
+            exact = torch.from_numpy(solver.solve_batch(d.a.numpy() * c))
+            torch.testing.assert_close(exact, d.u / c, rtol=1e-9, atol=1e-14)
+    with pytest.raises(ConfigError, match="homogeneous=true, reader=interpolant"):
+        PRESETS["tiny"].replace(homogeneous=True)

@@ -18,7 +18,7 @@ from training import Trained, fit_config
 from training.loop import FitOptions, Optimised
 from training.tasks.darcy import data
 from training.tasks.darcy.config import Config
-from training.tasks.darcy.model import SPEC, DarcyModel
+from training.tasks.darcy.model import SPEC, DarcyModel, centred
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
@@ -29,8 +29,11 @@ def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
 def build_model(config: Config, train: data.DarcyData) -> DarcyModel:
     """A seeded model whose input and output scales come from the training set."""
     torch.manual_seed(config.seed)
-    log_a = train.a.log()
-    return DarcyModel(config, float(log_a.mean()), float(log_a.std()), float(train.u.pow(2).mean().rsqrt()))
+    log_a, u = train.a.log(), train.u
+    if config.homogeneous:  # the scales of what the network sees: log a - m in, u e^m out
+        log_a, m = centred(log_a)
+        u = u * m.exp()
+    return DarcyModel(config, float(log_a.mean()), float(log_a.std()), float(u.pow(2).mean().rsqrt()))
 
 
 @torch.no_grad()

@@ -164,6 +164,12 @@ class GridReader(nn.Module):
         return self.lift(Field(c, (self.domain, r)))
 
 
+def centred(log_a: Tensor) -> tuple[Tensor, Tensor]:
+    """``(log a - m, m)`` with ``m`` ``(batch, 1, 1)`` the mean of ``log a`` ``(batch, P, P)`` over the grid."""
+    m = log_a.mean((-2, -1), keepdim=True)
+    return log_a - m, m
+
+
 class DarcyModel(nn.Module):
     """``log a`` coefficients ``(batch, n, n)`` -> ``u`` coefficients ``(batch, n + 2, n + 2)`` (zero on the boundary).
 
@@ -228,11 +234,15 @@ class DarcyModel(nn.Module):
         (any ``P``) -> ``u`` coefficients ``(batch, n + 2, n + 2)``."""
         c = log_a.to(self.dtype)
         n = self.config.modes
+        shrink: Tensor | None = None
         if self.reader is None:
             assert self.net is not None  # the interpolant route is the 1D Funcformer's (config check)
             c = (c - self._constant(c)) / self.in_scale.to(self.dtype)
             v = self.net(Field(c, (self.x, self.y))).tensor
         else:
+            if self.config.homogeneous:  # u(c a) = u(a) / c: read log a - m, divide the prediction by e^m
+                c, m = centred(c)
+                shrink = torch.exp(-m)
             h = self.reader((c - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype))
             if self.net is not None and self.collapse is not None:
                 f = self.collapse(h).tensor.reshape(-1, n, n * self.config.channels)  # (b, x, (y, channel))
@@ -247,6 +257,8 @@ class DarcyModel(nn.Module):
                 assert self.out is not None
                 v = self.out(h).tensor.reshape(-1, n, n)
         v = v / self.out_scale.to(self.dtype)
+        if shrink is not None:
+            v = v * shrink
         return self.bubble @ v @ self.bubble.mT
 
     def on_grid(self, u: Tensor, points: int | None = None) -> Tensor:
