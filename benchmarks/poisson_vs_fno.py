@@ -1,16 +1,15 @@
 """Funcformer vs neuraloperator's FNO on the Poisson operator: equal parameters, equal steps and equal wall clock.
 
-Both learn ``f ↦ g`` (``Δg = f`` on ``[-1, 1]²``, ``g = 0`` on the boundary) from the same exact
-spectral data (:mod:`training.tasks.poisson.data`). The Funcformer reads and writes Chebyshev coefficients;
-the FNO (``neuralop.models.FNO``, 2-D, grid positional embedding) reads ``f`` and writes ``g`` on a
-uniform grid. The FNO's hidden channels are chosen to match the Funcformer's parameter count (within
-10%). The Funcformer is the ``default`` preset (the Funcformer alone, odd and homogeneous, mixed training
-law), and both train on its data and its batch. In one run, each model is trained twice from the same
-initialisation with Adam and a warm-up + cosine schedule on a mean squared relative L² loss: for the *same
-number of steps*, and for the *same wall-clock budget*. Both are evaluated on the held-out and OOD sets on a
-common uniform grid (the Funcformer's series is evaluated there; the exact solution is the spectral one). The ratios are the
-Funcformer's mean relative L² error over the FNO's; the last line is the worse of held-out and OOD at
-equal steps.
+Both learn ``f ↦ g`` (``Δg = f`` on ``[-1, 1]²``, ``g = 0`` on the boundary) from the same exact spectral data
+(:mod:`training.tasks.poisson.data`). The Funcformer reads and writes Chebyshev coefficients; the FNO
+(``neuralop.models.FNO``, 2-D, grid positional embedding) reads ``f`` and writes ``g`` on a uniform grid. The
+FNO's hidden channels are chosen to match the Funcformer's parameter count (within 10%). The Funcformer is the
+``default`` preset (the Funcformer alone, odd and homogeneous, mixed training law), and both train on its data
+and its batch. In one run, each model is trained twice from the same initialisation with Adam and a warm-up +
+cosine schedule on a mean squared relative L² loss: for the *same number of steps*, and for the *same wall-
+clock budget*. Both are evaluated on the held-out and OOD sets on a common uniform grid (the Funcformer's
+series is evaluated there; the exact solution is the spectral one). The ratios are the Funcformer's mean
+relative L² error over the FNO's; the last line is the worse of held-out and OOD at equal steps.
 
     python benchmarks/poisson_vs_fno.py              # 600 steps each, then 120 s each
     python benchmarks/poisson_vs_fno.py --quick      # a minute, smaller data
