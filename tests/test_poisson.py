@@ -251,7 +251,7 @@ def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path, online) -> Non
         assert torch.equal(p, q), k
     assert straight.history == resumed.history
     assert not list((tmp_path / "b").glob("*.tmp"))
-    with pytest.raises(ConfigError, match=r"another config \(lr: 0.01 -> 0.5\)"):
+    with pytest.raises(ConfigError, match=rf"another config \(lr: {cfg.lr} -> 0.5\)"):
         train.train(cfg.replace(lr=0.5), splits, tmp_path / "b", progress=False)
 
 

@@ -33,6 +33,7 @@ from training.tasks.poisson.solver import PoissonSolver
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress"]
+PLAIN = ["--config", "odd=false"]  # the data-parallel comparisons (see there)
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -175,7 +176,7 @@ def test_divergence_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.Monke
 def test_config_change_names_each_field(tmp_path: Path) -> None:
     splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
     train.train(TINY, splits, tmp_path, progress=False, stop_after=3)
-    with pytest.raises(ConfigError, match=r"heads: 2 -> 4; lr: 0.01 -> 0.5"):
+    with pytest.raises(ConfigError, match=rf"heads: 2 -> 4; lr: {TINY.lr} -> 0.5"):
         train.train(TINY.replace(lr=0.5, heads=4), splits, tmp_path, progress=False)
 
 
@@ -232,7 +233,7 @@ def _torchrun(out: Path, steps: int) -> None:
     root = Path(__file__).resolve().parents[1]
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-        "-m", "examples.poisson", *ARGS, "--steps", str(steps), "--config", "dtype=float64", "--out", str(out),
+        "-m", "examples.poisson", *ARGS, "--steps", str(steps), *PLAIN, "--config", "dtype=float64", "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
@@ -245,9 +246,10 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 def test_two_processes_take_the_steps_of_one_and_resume_across_process_counts(tmp_path: Path) -> None:
     """2 processes x batch B/2 (DDP, gloo) = 1 process x batch B, step for step; a checkpoint of one
-    process resumes under two."""
-    cfg = TINY.replace(steps=6, dtype="float64")
-    assert main([*ARGS, "--steps", "6", "--config", "dtype=float64", "--out", str(tmp_path / "one")]) == 0
+    process resumes under two. Not odd: the odd part's bias gradients are exactly zero, so what reaches Adam is
+    rounding, which its normalisation lifts to 1e-11 differences between the two summation orders."""
+    cfg = TINY.replace(steps=6, dtype="float64", odd=False)
+    assert main([*ARGS, "--steps", "6", *PLAIN, "--config", "dtype=float64", "--out", str(tmp_path / "one")]) == 0
     _torchrun(tmp_path / "two", 6)
     one, two = _weights(tmp_path / "one"), _weights(tmp_path / "two")
     for k in one:
