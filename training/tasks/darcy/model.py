@@ -233,16 +233,19 @@ class DarcyModel(nn.Module):
         """``log a`` ``(batch, n, n)`` coefficients, or ``(batch, P, P)`` grid samples with ``reader="grid"``
         (any ``P``) -> ``u`` coefficients ``(batch, n + 2, n + 2)``."""
         c = log_a.to(self.dtype)
+        if self.config.homogeneous:  # u(c a) = u(a) / c: read log a - m, divide the prediction by e^m
+            c, m = centred(c)
+            return self.solution(c) * torch.exp(-m)
+        return self.solution(c)
+
+    def solution(self, c: Tensor) -> Tensor:
+        """The network alone: :meth:`forward` without the built-in symmetry."""
         n = self.config.modes
-        shrink: Tensor | None = None
         if self.reader is None:
             assert self.net is not None  # the interpolant route is the 1D Funcformer's (config check)
             c = (c - self._constant(c)) / self.in_scale.to(self.dtype)
             v = self.net(Field(c, (self.x, self.y))).tensor
         else:
-            if self.config.homogeneous:  # u(c a) = u(a) / c: read log a - m, divide the prediction by e^m
-                c, m = centred(c)
-                shrink = torch.exp(-m)
             h = self.reader((c - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype))
             if self.net is not None and self.collapse is not None:
                 f = self.collapse(h).tensor.reshape(-1, n, n * self.config.channels)  # (b, x, (y, channel))
@@ -257,8 +260,6 @@ class DarcyModel(nn.Module):
                 assert self.out is not None
                 v = self.out(h).tensor.reshape(-1, n, n)
         v = v / self.out_scale.to(self.dtype)
-        if shrink is not None:
-            v = v * shrink
         return self.bubble @ v @ self.bubble.mT
 
     def on_grid(self, u: Tensor, points: int | None = None) -> Tensor:
