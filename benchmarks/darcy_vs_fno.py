@@ -15,6 +15,11 @@ for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`
   standardised ``log a`` on the grid (their recipe standardises the input too) and writes ``u`` there.
   Their recipe trains on the H1 loss; here both train on the metric reported, the squared relative L² error.
 
+With the preset's ``augment`` (the square's symmetries, :func:`training.tasks.darcy.data.symmetry`) both
+models train on the same moved batches: the symmetries are a property of the data, not of either model, so
+the FNO gets them too (neuraloperator's recipe has no augmentation; ``--config augment=false`` trains both
+without).
+
 Budgets: **equal steps** (both ``--steps``, the same batch and data order) and **equal wall clock**: the model
 faster per step is trained again, from scratch with its schedule stretched over as many steps as fit in the
 slower model's measured training time. The held-out error is recorded along the way (``--evals`` points):
@@ -25,7 +30,7 @@ fine): the Funcformer's series at the finer nodes, the FNO zero-shot on the fine
 The last line is the worse of the four ratios Funcformer / FNO (two families, two budgets); target <= 0.8.
 
     python benchmarks/darcy_vs_fno.py --quick                  # about a minute
-    python benchmarks/darcy_vs_fno.py --steps 1500             # the README's run (one thread)
+    python benchmarks/darcy_vs_fno.py --preset grid            # the README's run: 6000 steps, one thread
     python benchmarks/darcy_vs_fno.py --family piecewise --preset default --config reader=interpolant
 
 Needs the optional ``bench`` extra: ``pip install -e ".[bench]"`` (``neuraloperator==2.0.0``).
@@ -110,16 +115,28 @@ class Learner:
 
     name: str
     make: Callable[[], nn.Module]
-    loss: Callable[[nn.Module, Tensor], Tensor]  # (model, indices) -> scalar
+    loss: Callable[[nn.Module, Tensor, Tensor | None], Tensor]  # (model, indices, symmetries or None) -> scalar
     predict: Callable[[nn.Module, bool], Tensor]  # (model, fine grid?) -> u on the held-out grid
     optimiser: Callable[[nn.Module, int], tuple[torch.optim.Optimizer, Callable[[int], None]]]
     clip: float = 0.0  # gradient-norm clipping (the Funcformer's recipe; neuraloperator's Trainer has none)
 
 
 def train(
-    learner: Learner, steps: int, n: int, batch: int, seed: int, evals: int, exact: Tensor, fine_exact: Tensor
+    learner: Learner,
+    steps: int,
+    n: int,
+    batch: int,
+    seed: int,
+    evals: int,
+    exact: Tensor,
+    fine_exact: Tensor,
+    augment: bool = False,
 ) -> Run:
-    """Train from scratch for ``steps``; the held-out error at ``evals`` points (evaluation time not counted)."""
+    """Train from scratch for ``steps``; the held-out error at ``evals`` points (evaluation time not counted).
+
+    ``augment``: each batch moved by random symmetries of the square (:func:`~training.tasks.darcy.data.symmetry`),
+    the same draws for every learner.
+    """
     model = learner.make()
     opt, schedule = learner.optimiser(model, steps)
     g = torch.Generator().manual_seed(seed + 1)
@@ -129,7 +146,8 @@ def train(
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
         model.train()
-        loss = learner.loss(model, torch.randint(0, n, (batch,), generator=g))
+        idx = torch.randint(0, n, (batch,), generator=g)
+        loss = learner.loss(model, idx, data.random_symmetries(batch, g) if augment else None)
         opt.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         if learner.clip > 0:
@@ -150,6 +168,11 @@ def error(learner: Learner, model: nn.Module, fine: bool, exact: Tensor) -> floa
     return float(data.relative_l2(learner.predict(model, fine), exact).mean())
 
 
+def moved(x: Tensor, u: Tensor, which: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Grid inputs and solutions ``(batch, P, P)`` moved by the symmetries ``which`` (``None``: as they are)."""
+    return (x, u) if which is None else (data.symmetry(x, which), data.symmetry(u, which))
+
+
 def learners(
     cfg: Config, a: argparse.Namespace, splits: data.Splits, fine: data.DarcyData
 ) -> tuple[Learner, list[Learner]]:
@@ -167,9 +190,10 @@ def learners(
     s_out = float(u.pow(2).mean().rsqrt())
     params = count(probe)
 
-    def ff_loss(m: nn.Module, idx: Tensor) -> Tensor:
+    def ff_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
         assert isinstance(m, DarcyModel)
-        return data.relative_l2(m.on_grid(m(x_ff[idx])), u[idx]).pow(2).mean()
+        x, exact = moved(x_ff[idx], u[idx], which)
+        return data.relative_l2(m.on_grid(m(x)), exact).pow(2).mean()
 
     def ff_predict(m: nn.Module, on_fine: bool) -> Tensor:
         assert isinstance(m, DarcyModel)
@@ -186,8 +210,9 @@ def learners(
 
         return opt, step
 
-    def fno_loss(m: nn.Module, idx: Tensor) -> Tensor:
-        return data.relative_l2(m(x_fno[idx])[:, 0] / s_out, u[idx]).pow(2).mean()
+    def fno_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
+        x, exact = moved(x_fno[idx, 0], u[idx], which)
+        return data.relative_l2(m(x[:, None])[:, 0] / s_out, exact).pow(2).mean()
 
     def fno_predict(m: nn.Module, on_fine: bool) -> Tensor:
         x = x_fno_fine if on_fine else x_fno_test
@@ -229,7 +254,7 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
     ff, fnos = learners(cfg, a, splits, fine)
     n_ff = count(ff.make())
     go = lambda learner, steps: train(  # noqa: E731
-        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u
+        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment
     )
     tried = []
     for learner in fnos:  # the peer at every width within the budget; the best is compared
@@ -291,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small data, few steps: about a minute")
     p.add_argument("--family", choices=("both", *data.FAMILIES), default="both")
-    p.add_argument("--steps", type=int, default=None, help="training steps of the equal-steps budget (default 1500)")
+    p.add_argument("--steps", type=int, default=None, help="equal-steps budget (default 6000: near the plateaus)")
     p.add_argument("--batch", type=int, default=16, help="batch of both models (neuraloperator's Darcy recipe: 16)")
     p.add_argument("--evals", type=int, default=6, help="held-out evaluations along each run (the curves)")
     p.add_argument("--fine", type=int, default=65, help="nodes per axis of the resolution test (no retraining)")
@@ -316,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         cfg = cfg.replace(n_train=96, n_test=16)
         a.steps, a.evals = a.steps or 40, min(a.evals, 2)
-    a.steps = a.steps or 1500
+    a.steps = a.steps or 6000
     families = data.FAMILIES if a.family == "both" else (a.family,)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     print(f"{a.steps} steps, batch {a.batch}, threads {a.threads}, load {load:.1f}; funcformer {cfg}", flush=True)

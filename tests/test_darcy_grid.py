@@ -193,3 +193,56 @@ def test_the_homogeneous_model_divides_by_the_coefficients_scale(homogeneous: bo
             torch.testing.assert_close(exact, d.u / c, rtol=1e-9, atol=1e-14)
     with pytest.raises(ConfigError, match="homogeneous=true, reader=interpolant"):
         PRESETS["tiny"].replace(homogeneous=True)
+
+
+def _numpy_move(t: np.ndarray, transpose: bool, flip_x: bool, flip_y: bool) -> np.ndarray:
+    """The square's symmetry on one grid ``[i, j]`` at ``(x_i, y_j)``, written with numpy's index tricks."""
+    t = t.T if transpose else t
+    t = t[::-1, :] if flip_x else t
+    return t[:, ::-1] if flip_y else t
+
+
+ALL_MOVES = torch.tensor([[bool(k & 1), bool(k & 2), bool(k & 4)] for k in range(8)])
+
+
+def test_symmetry_is_the_squares_eight_moves() -> None:
+    """Against numpy's transpose and reversed slices; the eight moves are distinct (the dihedral group of order 8)."""
+    t = torch.randn(8, 5, 5, dtype=torch.float64)
+    got = data.symmetry(t, ALL_MOVES)
+    for k in range(8):
+        want = _numpy_move(t[k].numpy(), *ALL_MOVES[k].tolist())
+        np.testing.assert_array_equal(got[k].numpy(), want)
+    moved = data.symmetry(t[:1].expand(8, 5, 5), ALL_MOVES).flatten(1)
+    assert len({tuple(row.tolist()) for row in moved}) == 8
+    with pytest.raises(ValueError, match=r"expected grids \(batch, P, P\) and booleans \(batch, 3\)"):
+        data.symmetry(t[:, :4], ALL_MOVES)
+
+
+@pytest.mark.parametrize("family", data.FAMILIES)
+def test_the_solver_commutes_with_the_squares_symmetries(family: data.Family) -> None:
+    """``u(g·a) = g·u(a)`` for the exact finite-difference solver, every ``g``: each moved pair is another exact
+    sample, which is what ``augment`` trains on."""
+    d = data.sample(family, 1, points=17, refine=1)
+    a = d.a.expand(8, 17, 17)
+    solver = DarcySolver(17)
+    exact_of_moved = torch.from_numpy(solver.solve_batch(data.symmetry(a, ALL_MOVES).numpy()))
+    torch.testing.assert_close(exact_of_moved, data.symmetry(d.u.expand(8, 17, 17), ALL_MOVES), rtol=1e-10, atol=1e-13)
+    assert not torch.allclose(exact_of_moved[1], exact_of_moved[0])  # the sample is not itself symmetric
+
+
+def test_augmented_training_moves_the_batches_and_resumes_exactly(tmp_path: Path) -> None:
+    """``augment=true`` changes what is trained on (not the same run as without), and a run cut in two and resumed
+    ends where the uninterrupted one does (the moves are drawn from the checkpointed sampler)."""
+    config = PRESETS["tiny"].replace(reader="grid", augment=True, steps=12, checkpoint_every=6, eval_every=6)
+    splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
+    whole, _ = train(config, splits, None, progress=False)
+    plain, _ = train(config.replace(augment=False), splits, None, progress=False)
+    train(config, splits, tmp_path, progress=False, stop_after=6)
+    resumed, _ = train(config, splits, tmp_path, progress=False)
+    for (name, w), p, r in zip(
+        whole.model.state_dict().items(), plain.model.state_dict().values(), resumed.model.state_dict().values()
+    ):
+        torch.testing.assert_close(r, w, rtol=0, atol=0, msg=name)
+    assert any(not torch.equal(w, p) for w, p in zip(whole.model.parameters(), plain.model.parameters()))
+    with pytest.raises(ConfigError, match="augment=true, reader=interpolant"):
+        PRESETS["tiny"].replace(augment=True)

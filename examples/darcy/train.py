@@ -61,7 +61,11 @@ class DarcyTask(Optimised):
 
     def train_step(self) -> Tensor:
         idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
-        loss = relative_sq(self.model.on_grid(self.model(self.x[idx])), self.u[idx]).mean()
+        x, u = self.x[idx], self.u[idx]
+        if self.config.augment:
+            which = data.random_symmetries(len(idx), self.sampler)  # checkpointed with it
+            x, u = data.symmetry(x, which), data.symmetry(u, which)
+        loss = relative_sq(self.model.on_grid(self.model(x)), u).mean()
         self.optimise(loss, clip=self.config.clip)
         return loss
 
@@ -71,7 +75,6 @@ class DarcyTask(Optimised):
 
     def evaluate(self) -> dict[str, float]:
         return {"held_out_rel_l2": float(self.errors().mean())}
-
 
 
 def train(

@@ -138,6 +138,30 @@ def splits(family: Family, n_train: int, n_test: int, points: int = 33, seed: in
     )
 
 
+def symmetry(t: Tensor, which: Tensor) -> Tensor:
+    r"""Each sample of ``t`` ``(batch, P, P)`` (grid values, ``[b, i, j]`` at ``(x_i, y_j)``) moved by one of the
+    square's symmetries: ``which`` ``(batch, 3)`` booleans -- transpose (``x ↔ y``), then reflect ``x`` (``x → 1 - x``),
+    then reflect ``y``. The eight combinations are the square's dihedral group. The problem commutes with it
+    (:math:`-\nabla\cdot(a\nabla u) = 1`, ``u = 0`` on the boundary, and the grid are all invariant): the
+    solution for the moved coefficient is the moved solution, ``u(g·a) = g·u(a)`` -- exactly, for the
+    finite-difference solver too, whose stencil is symmetric.
+    """
+    if t.ndim != 3 or t.shape[-1] != t.shape[-2] or which.shape != (t.shape[0], 3):
+        raise ValueError(
+            f"symmetry: expected grids (batch, P, P) and booleans (batch, 3); got {tuple(t.shape)} and "
+            f"{tuple(which.shape)}"
+        )
+    w = which.to(t.device)[:, :, None, None]
+    t = torch.where(w[:, 0], t.mT, t)
+    t = torch.where(w[:, 1], t.flip(-2), t)
+    return torch.where(w[:, 2], t.flip(-1), t)
+
+
+def random_symmetries(batch: int, generator: torch.Generator) -> Tensor:
+    """``(batch, 3)`` booleans for :func:`symmetry`, each of the eight symmetries equally likely."""
+    return torch.rand(batch, 3, generator=generator) < 0.5
+
+
 def relative_l2(pred: Tensor, exact: Tensor) -> Tensor:
     """Per-sample relative L² error on a uniform grid (plain sums over the last two axes)."""
     return ((pred - exact).pow(2).sum((-2, -1)) / exact.pow(2).sum((-2, -1))).sqrt()
