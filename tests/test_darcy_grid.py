@@ -216,6 +216,8 @@ def test_symmetry_is_the_squares_eight_moves() -> None:
     assert len({tuple(row.tolist()) for row in moved}) == 8
     with pytest.raises(ValueError, match=r"expected grids \(batch, P, P\) and booleans \(batch, 3\)"):
         data.symmetry(t[:, :4], ALL_MOVES)
+    with pytest.raises(ValueError, match="of torch.int64"):
+        data.symmetry(t, ALL_MOVES.long())
 
 
 @pytest.mark.parametrize("family", data.FAMILIES)

@@ -146,10 +146,10 @@ def symmetry(t: Tensor, which: Tensor) -> Tensor:
     solution for the moved coefficient is the moved solution, ``u(g·a) = g·u(a)`` -- exactly, for the
     finite-difference solver too, whose stencil is symmetric.
     """
-    if t.ndim != 3 or t.shape[-1] != t.shape[-2] or which.shape != (t.shape[0], 3):
+    if t.ndim != 3 or t.shape[-1] != t.shape[-2] or which.shape != (t.shape[0], 3) or which.dtype != torch.bool:
         raise ValueError(
             f"symmetry: expected grids (batch, P, P) and booleans (batch, 3); got {tuple(t.shape)} and "
-            f"{tuple(which.shape)}"
+            f"{tuple(which.shape)} of {which.dtype} (draw them with random_symmetries)"
         )
     w = which.to(t.device)[:, :, None, None]
     t = torch.where(w[:, 0], t.mT, t)
