@@ -168,11 +168,6 @@ def error(learner: Learner, model: nn.Module, fine: bool, exact: Tensor) -> floa
     return float(data.relative_l2(learner.predict(model, fine), exact).mean())
 
 
-def moved(x: Tensor, u: Tensor, which: Tensor | None) -> tuple[Tensor, Tensor]:
-    """Grid inputs and solutions ``(batch, P, P)`` moved by the symmetries ``which`` (``None``: as they are)."""
-    return (x, u) if which is None else (data.symmetry(x, which), data.symmetry(u, which))
-
-
 def learners(
     cfg: Config, a: argparse.Namespace, splits: data.Splits, fine: data.DarcyData
 ) -> tuple[Learner, list[Learner]]:
@@ -192,7 +187,7 @@ def learners(
 
     def ff_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
         assert isinstance(m, DarcyModel)
-        x, exact = moved(x_ff[idx], u[idx], which)
+        x, exact = data.moved(x_ff[idx], u[idx], which)
         return data.relative_l2(m.on_grid(m(x)), exact).pow(2).mean()
 
     def ff_predict(m: nn.Module, on_fine: bool) -> Tensor:
@@ -211,7 +206,7 @@ def learners(
         return opt, step
 
     def fno_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
-        x, exact = moved(x_fno[idx, 0], u[idx], which)
+        x, exact = data.moved(x_fno[idx, 0], u[idx], which)
         return data.relative_l2(m(x[:, None])[:, 0] / s_out, exact).pow(2).mean()
 
     def fno_predict(m: nn.Module, on_fine: bool) -> Tensor:

@@ -61,10 +61,8 @@ class DarcyTask(Optimised):
 
     def train_step(self) -> Tensor:
         idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
-        x, u = self.x[idx], self.u[idx]
-        if self.config.augment:
-            which = data.random_symmetries(len(idx), self.sampler)  # checkpointed with it
-            x, u = data.symmetry(x, which), data.symmetry(u, which)
+        which = data.random_symmetries(len(idx), self.sampler) if self.config.augment else None  # checkpointed
+        x, u = data.moved(self.x[idx], self.u[idx], which)
         loss = relative_sq(self.model.on_grid(self.model(x)), u).mean()
         self.optimise(loss, clip=self.config.clip)
         return loss

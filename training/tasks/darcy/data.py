@@ -157,6 +157,11 @@ def symmetry(t: Tensor, which: Tensor) -> Tensor:
     return torch.where(w[:, 2], t.flip(-1), t)
 
 
+def moved(a: Tensor, u: Tensor, which: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Inputs and solutions ``(batch, P, P)`` both moved by :func:`symmetry` ``which`` (``None``: as they are)."""
+    return (a, u) if which is None else (symmetry(a, which), symmetry(u, which))
+
+
 def random_symmetries(batch: int, generator: torch.Generator) -> Tensor:
     """``(batch, 3)`` booleans for :func:`symmetry`, each of the eight symmetries equally likely."""
     return torch.rand(batch, 3, generator=generator) < 0.5
