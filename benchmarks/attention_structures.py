@@ -58,7 +58,6 @@ The last line is ``time(Chebyshev keys, fused layer) / time(SDPA layer on Vector
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import statistics
@@ -78,6 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from applicative import Field, MultiHeadAttention, Normalise, ScaledSoftmax, Structure, attention
 from instances import Chebyshev, Distribution, Padded, Tree, Vector
 from instances.chebyshev import coefficients, values
+from training.cli import Parser, run_cli, threads
+from training.distributed import device_of
 
 
 @dataclass(frozen=True)
@@ -343,10 +344,10 @@ def table(title: str, times: dict[str, list[float]], cases: list[tuple[str, Stru
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--rounds", type=int, default=None)
     p.add_argument("--no-core", action="store_true", help="skip the attention-core table")
     args = p.parse_args()
@@ -354,7 +355,7 @@ def main() -> None:
     if args.rounds is not None:
         cfg = replace(cfg, rounds=args.rounds)
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = device_of(args.device)
     torch.manual_seed(0)
     cases = structures(cfg, device)
     d = cfg.heads * cfg.head_dim
@@ -395,4 +396,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("attention_structures", main))

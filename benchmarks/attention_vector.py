@@ -12,8 +12,8 @@ and the medians are compared. The last line is the ratio generic / torch.
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +24,8 @@ from torch import Tensor, nn
 from applicative import Field
 from instances import Vector
 from models import EncoderLayer
+from training.cli import Parser, run_cli, threads
+from training.distributed import device_of
 
 
 @dataclass(frozen=True)
@@ -88,11 +90,11 @@ def timed(run: Callable[[], None], device: torch.device) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--reps", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--threads", type=threads, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--norm-first", action="store_true", help="pre-norm layers (default post-norm, torch's default)")
     args = p.parse_args()
     cfg = QUICK if args.quick else Config()
@@ -100,7 +102,7 @@ def main() -> None:
         cfg = Config(**{**cfg.__dict__, "reps": args.reps})
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = device_of(args.device)
     torch.manual_seed(0)
 
     ref, gen = build(cfg, args.norm_first, device)
@@ -130,4 +132,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("attention_vector", main))

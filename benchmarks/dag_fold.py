@@ -21,7 +21,6 @@ node vary over the depths (linear in the nodes: close to 1).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import weakref
@@ -38,6 +37,7 @@ from applicative import Field, Vector
 from examples.circuits.data import OPS, dag_batch, generate, tree_batch
 from instances import DAG, Expressions
 from models import DAGFold, TreeFold
+from training.cli import Parser, run_cli, threads
 
 
 class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -106,9 +106,9 @@ def peak(model: Any, s: DAG | Expressions, digits: torch.Tensor) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shallow circuits, two repetitions (seconds)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=threads, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -152,4 +152,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("dag_fold", main))

@@ -55,6 +55,9 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.darcy.train import build_model
+from training import UserError
+from training.cli import Parser, run_cli, threads
+from training.distributed import device_of
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
@@ -131,19 +134,23 @@ def train(
     exact: Tensor,
     fine_exact: Tensor,
     augment: bool = False,
+    device: torch.device | None = None,
 ) -> Run:
     """Train from scratch for ``steps``; the held-out error at ``evals`` points (evaluation time not counted).
 
     ``augment``: each batch moved by random symmetries of the square (:func:`~training.tasks.darcy.data.symmetry`),
     the same draws for every learner.
     """
-    model = learner.make()
+    device = device or torch.device("cpu")
+    model = learner.make().to(device)
     opt, schedule = learner.optimiser(model, steps)
     g = torch.Generator().manual_seed(seed + 1)
     run = Run(learner.name, steps)
     marks = {round(steps * (i + 1) / evals) for i in range(evals)}
     clock = 0.0
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     for step in range(1, steps + 1):
+        sync()
         t0 = time.perf_counter()
         model.train()
         idx = torch.randint(0, n, (batch,), generator=g)
@@ -154,9 +161,11 @@ def train(
             nn.utils.clip_grad_norm_(model.parameters(), learner.clip)
         opt.step()
         schedule(step)
+        sync()  # the clock counts the device's work, not only its launch
         clock += time.perf_counter() - t0
-        if step in marks:
+        if step in marks:  # printed as it comes: a run cut short still shows its curve
             run.curve.append((step, clock, error(learner, model, False, exact)))
+            print(f"    {learner.name} step {step}/{steps}, {clock:.0f}s: held-out {run.curve[-1][2]:.2e}", flush=True)
     run.seconds, run.error = clock, run.curve[-1][2]
     run.fine_error = error(learner, model, True, fine_exact)
     return run
@@ -165,23 +174,27 @@ def train(
 @torch.no_grad()
 def error(learner: Learner, model: nn.Module, fine: bool, exact: Tensor) -> float:
     model.eval()
-    return float(data.relative_l2(learner.predict(model, fine), exact).mean())
+    return float(data.relative_l2(learner.predict(model, fine).cpu(), exact).mean())
 
 
 def learners(
     cfg: Config, a: argparse.Namespace, splits: data.Splits, fine: data.DarcyData
 ) -> tuple[Learner, list[Learner]]:
-    """The Funcformer, and the FNO at every hidden width within the parameter budget (:func:`fno_widths`)."""
+    """The Funcformer, and the FNO at every hidden width within the parameter budget (:func:`fno_widths`).
+
+    The data live on ``a.device`` beside the models; predictions come back in float64 on the CPU.
+    """
+    on = torch.device(a.device)
     train_set = splits.train
-    u = train_set.u.float()
+    u = train_set.u.float().to(on)
     probe = build_model(cfg, train_set)
-    x_ff = probe.inputs(train_set).float()
-    x_ff_test, x_ff_fine = probe.inputs(splits.test), probe.inputs(fine)
+    x_ff = probe.inputs(train_set).float().to(on)
+    x_ff_test, x_ff_fine = probe.inputs(splits.test).to(on), probe.inputs(fine).to(on)
     log_a = train_set.a.log()
     shift, scale = float(log_a.mean()), float(log_a.std())
-    x_fno = ((log_a - shift) / scale).float()[:, None]
-    x_fno_test = ((splits.test.a.log() - shift) / scale).float()[:, None]
-    x_fno_fine = ((fine.a.log() - shift) / scale).float()[:, None]
+    x_fno = ((log_a - shift) / scale).float()[:, None].to(on)
+    x_fno_test = ((splits.test.a.log() - shift) / scale).float()[:, None].to(on)
+    x_fno_fine = ((fine.a.log() - shift) / scale).float()[:, None].to(on)
     s_out = float(u.pow(2).mean().rsqrt())
     params = count(probe)
 
@@ -248,8 +261,9 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
     )
     ff, fnos = learners(cfg, a, splits, fine)
     n_ff = count(ff.make())
+    device = torch.device(a.device)
     go = lambda learner, steps: train(  # noqa: E731
-        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment
+        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment, device
     )
     tried = []
     for learner in fnos:  # the peer at every width within the budget; the best is compared
@@ -308,7 +322,7 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small data, few steps: about a minute")
     p.add_argument("--family", choices=("both", *data.FAMILIES), default="both")
     p.add_argument("--steps", type=int, default=None, help="equal-steps budget (default 6000: near the plateaus)")
@@ -321,14 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", choices=sorted(PRESETS), default="default", help="the Funcformer's preset")
     p.add_argument("--config", action="append", default=[], metavar="FIELD=VALUE", help="Funcformer config override")
     p.add_argument("--out", type=Path, default=None, help="write the curves and figures as JSON here")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=threads, default=1)
+    p.add_argument("--device", default="cpu", help="where both models train (cpu, cuda, cuda:N)")
     a = p.parse_args(argv)
+    device_of(a.device)
     try:
         import neuralop  # noqa: F401
     except ImportError as e:
-        print(f"neuraloperator is not installed ({e}); install the bench extra: pip install -e '.[bench]'")
         print("result: darcy_funcformer_over_fno nan (target <= 0.8)")
-        return 2
+        fix = "install the bench extra: pip install -e '.[bench]'"
+        raise UserError(f"neuraloperator is not installed ({e}); {fix}") from None
     from training import override
 
     torch.set_num_threads(a.threads)
@@ -339,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     a.steps = a.steps or 6000
     families = data.FAMILIES if a.family == "both" else (a.family,)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
-    print(f"{a.steps} steps, batch {a.batch}, threads {a.threads}, load {load:.1f}; funcformer {cfg}", flush=True)
+    where = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else f"threads {a.threads}"
+    print(f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; funcformer {cfg}", flush=True)
     results = [compare(family, cfg, a) for family in families]
     ratios = {f"{r['family']} {b}": float(r[f"ratio_{b}"]) for r in results for b in ("steps", "clock")}  # type: ignore[arg-type]
     worst = max(ratios, key=ratios.__getitem__)
@@ -362,4 +379,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("darcy_vs_fno", main))

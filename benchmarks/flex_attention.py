@@ -24,8 +24,8 @@ dense SDPA and ``FlexSoftmax`` is opt-in -- the number is the evidence.
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +35,8 @@ import torch.nn.functional as nnf
 
 from applicative import Causal, Field, FlexSoftmax, ScaledSoftmax, Vector, attention
 from instances import Padded
+from training.cli import Parser, run_cli
+from training.distributed import device_of
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,12 @@ def _time(fn: Callable[[], object], inner: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (seconds after the compile)")
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
     cfg = QUICK if args.quick else Config()
-    dev = torch.device(args.device)
+    dev = device_of(args.device)
     g = torch.Generator().manual_seed(0)
     lengths = torch.randint(cfg.n // 4, cfg.n + 1, (cfg.batch,), generator=g)
     s = Padded(cfg.n, lengths).to(dev).unsqueeze_batch(-1)
@@ -98,4 +100,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("flex_attention", main))

@@ -20,7 +20,6 @@ The last line is the result.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -38,6 +37,8 @@ from dag_fold import PeakBytes
 
 from applicative import Field, Vector, attention
 from instances import EdgeSoftmax, Graph
+from training import UserError
+from training.cli import Parser, run_cli, threads
 
 WIDTH, HEADS, HEAD = 64, 4, 16
 
@@ -84,18 +85,17 @@ def peak(run: Any) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small graphs, few repetitions (seconds)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=threads, default=1)
     args = ap.parse_args()
     try:
         with warnings.catch_warnings():  # PyG's import uses torch.jit.script, which torch deprecates
             warnings.simplefilter("ignore", DeprecationWarning)
             from torch_geometric.nn import TransformerConv
     except ImportError as e:
-        print(f"PyTorch Geometric (the peer) is not installed ({e}); install it: pip install -e '.[bench]'")
         print("result: edge_attention_time_ratio_vs_transformerconv nan (target <= 1.5)")
-        sys.exit(2)
+        raise UserError(f"PyTorch Geometric (the peer) is not installed ({e}); pip install -e '.[bench]'") from None
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     conv = TransformerConv(WIDTH, HEAD, heads=HEADS, root_weight=False)
@@ -137,4 +137,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("graph_attention", main))

@@ -19,7 +19,6 @@ the last line counts the models that beat the unigram baseline at both budgets.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -32,6 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.lm.train import LMTask
+from training.cli import Parser, bounded, run_cli
+from training.distributed import device_of
 from training.tasks.lm import data
 from training.tasks.lm.config import PRESETS, Config, ModelKind
 
@@ -64,11 +65,11 @@ def run(config: Config, corpus: data.Corpus, device: torch.device, steps: int, b
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/lm_zoo.py", description=__doc__.split("\n")[0])
+    p = Parser(prog="python benchmarks/lm_zoo.py", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small models, few steps, part of the text (~1 minute)")
     p.add_argument("--steps", type=int, default=None, help="the equal-steps budget (default 1000; 150 with --quick)")
     p.add_argument("--models", default=",".join(KINDS), help=f"comma-separated, from {', '.join(KINDS)}")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--threads", type=bounded(0, 4096), default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", default=None, help="also write the table to this file")
     a = p.parse_args(argv)
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             context=32, width=32, hidden=128, heads=4, depth=1, batch=16, lr=1e-2, warmup=10, eval_batches=4
         )
     corpus = data.corpus(120_000 if a.quick else None)
-    device = torch.device(a.device)
+    device = device_of(a.device)
     unigram = corpus.unigram_bits()
     print(
         f"corpus: pydoc_data.topics, Python {corpus.python}, sha256 {corpus.sha256[:16]}..., "
@@ -156,4 +157,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("lm_zoo", main))

@@ -44,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from applicative import Field
 from instances import Vector
 from models import EncoderLayer
+from training.cli import Parser, run_cli, threads
+from training.distributed import device_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,10 +202,10 @@ def profile(size: Size, args: argparse.Namespace, device: torch.device, calls: i
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter blocks (seconds)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--norm-first", action="store_true", help="pre-norm layers (default post-norm, torch's default)")
     p.add_argument("--rounds", type=int, default=None)
     p.add_argument("--block-ms", type=float, default=None, help="target length of one timed block")
@@ -214,7 +216,7 @@ def main() -> None:
     args.block_ms = args.block_ms or (10.0 if args.quick else 40.0)
     args.warmup = 3 if args.quick else 10
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = device_of(args.device)
     print(
         f"{LAYERS}-layer encoder, fwd+bwd, train mode, dropout 0, norm_first={args.norm_first}, device={device}, "
         f"threads={torch.get_num_threads()}, {args.rounds} rounds of ~{args.block_ms:.0f} ms blocks"
@@ -232,4 +234,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("overhead", main))

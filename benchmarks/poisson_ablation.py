@@ -27,7 +27,6 @@ the Funcformer alone's held-out error against the issue's target.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -39,6 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.poisson.train import build, errors
+from training.cli import Parser, run_cli, threads
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS, Config
 
@@ -100,10 +100,10 @@ def trained(config: Config, splits: data.Splits, steps: int) -> dict[str, float]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="60 steps on 256 training pairs")
     p.add_argument("--steps", type=int, default=None, help="steps of every trained row (default: the preset's)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=threads, default=1)
     p.add_argument("--skip-2d", action="store_true", help="leave out the (slow on a CPU) 2D-domain row")
     p.add_argument("--skip", action="append", default=[], metavar="ROW", help="leave out a trained row by name")
     p.add_argument("--steps-2d", type=int, default=2000, help="steps of the 2D-domain row (about 0.25 s each)")
@@ -153,4 +153,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("poisson_ablation", main))

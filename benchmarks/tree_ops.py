@@ -32,7 +32,6 @@ is the result.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import sys
@@ -50,6 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from applicative import Field, counit, zip_with
 from instances import NodeAlgebra, Tree, tree_field
 from instances._tree_inner import inner_linear
+from training.cli import Parser, run_cli, threads
+from training.distributed import device_of
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l, transcribed ------------------
 
@@ -120,7 +121,7 @@ def fresh(f: Field[Tree]) -> Field[Tree]:
     """The same value on a new tree object (so no cached join is reused between repetitions)."""
     t = f.structures[0]
     assert isinstance(t, Tree)
-    return Field(f.tensor, (Tree._of(t.start, t.depth, t.algebra),))
+    return Field(f.tensor, (t.with_data((t.start, t.depth)),))
 
 
 def unfused(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
@@ -198,13 +199,13 @@ def timed(run: Any, sync: Any) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small batch, few repetitions (seconds)")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, like the reference)")
+    ap.add_argument("--threads", type=threads, default=1, help="torch CPU threads (default 1, like the reference)")
     ap.add_argument("--device", default="cpu", help="where the batched trees live (the reference runs on the CPU)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = device_of(args.device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     batch = 512 if args.quick else 4096
     rounds, per_round, warm = (2, 3, 2) if args.quick else (5, 8, 10)
@@ -276,4 +277,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("tree_ops", main))

@@ -29,7 +29,7 @@ from training.tasks.tree_listops.config import PRESETS
 from training.tasks.tree_listops.model import ListOpsModel, sinusoid
 
 TINY = PRESETS["tiny"]
-ARGS = ["--preset", "tiny", "--no-progress"]
+ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one
 
 
 @pytest.fixture(autouse=True)

@@ -293,7 +293,7 @@ def test_command_line_writes_report_and_figure(tmp_path, capsys, monkeypatch) ->
 
     monkeypatch.setattr(plot, "figure", spy)
     monkeypatch.setattr(plot, "curves", spy_curves)
-    assert main(["--preset", "tiny", "--steps", "4", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert main(["--preset", "tiny", "--steps", "4", "--out", str(tmp_path), "--no-progress", "--device", "cpu"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["steps"] == 4 and report["parameters"] > 0
     assert set(report["held_out_relative_l2"]) == {"mean", "median", "max"}

@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from training import UserError, default_threads, fit, options
 from training.loop import Lines, Optimised, progress_bar
 from training.threads import MOST, SMALL, use_threads
+from training import threads as threads_module
 
 PROGRAMS = [
     *("poisson", "darcy", "lm", "tree_listops", "cross_modal", "uncertainty"),
@@ -195,7 +196,16 @@ class _Tiny(Optimised):
             return {"mse": float((self.model(self.x) - self.y).pow(2).mean())}
 
 
-def test_the_loop_trains_on_the_chosen_threads_and_restores_them(tmp_path: Path) -> None:
+def _two_busy_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine seen as 2 cores under a load of 1 (the thread defaults follow the machine: pinned here)."""
+    monkeypatch.setattr(threads_module, "_cores", lambda: 2)
+    monkeypatch.setattr(threads_module, "_load", lambda: 1.0)
+
+
+def test_the_loop_trains_on_the_chosen_threads_and_restores_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _two_busy_cores(monkeypatch)
     torch.set_num_threads(2)
     task = _Tiny(4)
     run = fit(task, config={}, steps=5, out=tmp_path, eval_every=2, checkpoint_every=5, progress=False)
@@ -266,8 +276,9 @@ def test_progress_on_a_terminal_is_a_bar_and_off_is_silent() -> None:
     assert quiet.getvalue() == ""
 
 
-def test_fit_to_a_pipe_writes_lines(capsys: pytest.CaptureFixture[str]) -> None:
+def test_fit_to_a_pipe_writes_lines(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # pytest's captured stderr is no terminal, as a redirected one is
+    _two_busy_cores(monkeypatch)
     fit(_Tiny(3), config={}, steps=40, out=None, eval_every=20, checkpoint_every=40)
     err = capsys.readouterr().err
     assert "\r" not in err

@@ -23,7 +23,7 @@ import torch
 from examples import poisson
 from examples.poisson import train
 from examples.poisson.__main__ import main
-from training import ConfigError, Diverged, RunDir, load_checkpoint
+from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint
 from training.config import CONVENTIONS
 from training.loop import Progress
 from training.tasks.poisson import data
@@ -32,7 +32,7 @@ from training.tasks.poisson.model import PoissonModel
 from training.tasks.poisson.solver import PoissonSolver
 
 TINY = PRESETS["tiny"]
-ARGS = ["--preset", "tiny", "--no-progress"]
+ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one
 PLAIN = ["--config", "odd=false"]  # the data-parallel comparisons (see there)
 
 
@@ -270,7 +270,7 @@ def test_listops_trees_shard_across_two_processes(tmp_path: Path) -> None:
     from examples.tree_listops.__main__ import main as listops
 
     root = Path(__file__).resolve().parents[1]
-    argv = ["--preset", "tiny", "--steps", "1", "--models", "tree-mean", "--no-progress"]
+    argv = ["--preset", "tiny", "--steps", "1", "--models", "tree-mean", "--no-progress", "--device", "cpu"]
     assert listops([*argv, "--out", str(tmp_path / "one")]) == 0
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m"]
     done = subprocess.run(
@@ -286,3 +286,17 @@ def test_listops_trees_shard_across_two_processes(tmp_path: Path) -> None:
     assert any(bool(a.abs().max() > 0) for a, _ in moments)
     for a, b in moments:  # float32 sums in another order: relative to each tensor's scale
         assert float((b - a).abs().max()) <= 1e-5 * float(a.abs().max()) + 1e-10
+
+
+def test_more_processes_than_gpus_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchrun with 2 processes on a 1-GPU node and ``--device cuda``: the second process is told what to
+    change, not handed CUDA's "invalid device ordinal" from inside ``set_device`` (seen on a 1-GPU H100)."""
+    from training import distributed
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: pytest.fail("set_device reached"))
+    with pytest.raises(UserError, match=r"process 1 of this node has no GPU.*--nproc_per_node.*--device cpu"):
+        distributed.setup(torch.device("cuda"))

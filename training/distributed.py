@@ -70,6 +70,12 @@ def setup(device: torch.device) -> tuple[Ranks, torch.device]:
         return SINGLE, device
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     if device.type == "cuda":
+        if local >= torch.cuda.device_count():  # torchrun started more processes here than there are GPUs
+            raise UserError(
+                f"--device {device}: process {local} of this node has no GPU of its own "
+                f"({torch.cuda.device_count()} CUDA device(s)); start at most that many processes per node "
+                "(--nproc_per_node) or use --device cpu"
+            )
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
     if not dist.is_initialized():
