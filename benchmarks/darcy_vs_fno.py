@@ -209,7 +209,7 @@ def learners(
         return torch.cat([m.on_grid(m(x[i : i + 50]), p).double() for i in range(0, len(x), 50)])
 
     def ff_opt(m: nn.Module, steps: int) -> tuple[torch.optim.Optimizer, Callable[[int], None]]:
-        opt = torch.optim.Adam(m.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.Adam(m.parameters(), lr=cfg.lr, betas=(0.9, cfg.beta2), weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=steps, pct_start=cfg.warmup)
 
         def step(_: int) -> None:

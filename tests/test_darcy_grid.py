@@ -246,3 +246,16 @@ def test_augmented_training_moves_the_batches_and_resumes_exactly(tmp_path: Path
     assert any(not torch.equal(w, p) for w, p in zip(whole.model.parameters(), plain.model.parameters()))
     with pytest.raises(ConfigError, match="augment=true, reader=interpolant"):
         PRESETS["tiny"].replace(augment=True)
+
+
+def test_beta2_is_adams_second_moment_decay() -> None:
+    """``beta2`` reaches Adam (and changes the run); 1 or more is refused with the bound named."""
+    config = PRESETS["tiny"].replace(steps=4, eval_every=4, checkpoint_every=4)
+    splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
+    fast, fast_task = train(config.replace(beta2=0.9), splits, None, progress=False)
+    slow, slow_task = train(config, splits, None, progress=False)
+    assert {g["betas"][1] for g in fast_task.optimiser.param_groups} == {0.9}
+    assert {g["betas"][1] for g in slow_task.optimiser.param_groups} == {0.999}
+    assert any(not torch.equal(a, b) for a, b in zip(fast.model.parameters(), slow.model.parameters()))
+    with pytest.raises(ConfigError, match=r"beta2=1.0: must be < 1.0"):
+        config.replace(beta2=1.0)

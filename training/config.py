@@ -132,6 +132,8 @@ def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
             return f"must be <= {bounds['max']}{why}"
         if "above" in bounds and value <= bounds["above"]:
             return f"must be > {bounds['above']}"
+        if "below" in bounds and value >= bounds["below"]:
+            return f"must be < {bounds['below']}"
     return None
 
 

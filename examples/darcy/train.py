@@ -49,7 +49,9 @@ class DarcyTask(Optimised):
         self.config, self.device = config, device
         self.model = build_model(config, splits.train).to(device)
         dtype = self.model.dtype
-        self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimiser = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay
+        )
         self.schedule = torch.optim.lr_scheduler.OneCycleLR(
             self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
         )

@@ -29,6 +29,7 @@ class Config(Checked):
         eps: layer-norm epsilon.
         n_train, n_test: samples (the FNO paper trained on 1000).
         steps, batch, lr, weight_decay, warmup, clip: Adam with a one-cycle schedule, gradient-norm clipping.
+        beta2: Adam's second-moment decay (torch's default 0.999; 0.95 forgets a spike's gradients sooner).
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
         seed: seeds the data, the initialisation and the batch order.
         dtype: the model's float type.
@@ -71,6 +72,7 @@ class Config(Checked):
     weight_decay: float = at_least(0.0, 0.0)
     warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
     clip: float = at_least(1.0, 0.0)
+    beta2: float = field(default=0.999, metadata={"min": 0.0, "below": 1.0})
     eval_every: int = at_least(250, 1)
     checkpoint_every: int = at_least(250, 1)
     seed: int = at_least(0, 0)
@@ -119,8 +121,9 @@ PRESETS: dict[str, Config] = {
     # functions of y per x for the Funcformer (one: 1.89e-2 at 750 steps against 1.45e-2, log-normal, batch 32);
     # a peak rate of 1e-2 (3e-3: 1.73e-2 after 1500 steps at batch 16); homogeneous: u(c a) = u(a) / c built in
     # (1500 steps at batch 16: piecewise 3.77e-2 -> 3.19e-2, log-normal 9.94e-3 -> 1.05e-2); augment: the square's
-    # symmetries (6000 steps, piecewise: 2.30e-2 -> 1.95e-2)
-    "grid": Config(reader="grid", reader_width=32, channels=4, lr=1e-2, homogeneous=True, augment=True),
+    # symmetries (6000 steps, piecewise: 2.30e-2 -> 1.95e-2); beta2 0.95: a loss spike at the peak rate left a
+    # log-normal run at 1.40e-2 with torch's 0.999, none at 0.95 (3.94e-3), seed 0 4.76e-3 -> 4.32e-3
+    "grid": Config(reader="grid", reader_width=32, channels=4, lr=1e-2, beta2=0.95, homogeneous=True, augment=True),
     # seconds: for tests and smoke runs
     "tiny": Config(
         points=17,
