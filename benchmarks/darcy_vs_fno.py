@@ -184,7 +184,7 @@ def learners(
 
     The data live on ``a.device`` beside the models; predictions come back in float64 on the CPU.
     """
-    on = torch.device(a.device)
+    on = a.device
     train_set = splits.train
     u = train_set.u.float().to(on)
     probe = build_model(cfg, train_set)
@@ -261,9 +261,8 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
     )
     ff, fnos = learners(cfg, a, splits, fine)
     n_ff = count(ff.make())
-    device = torch.device(a.device)
     go = lambda learner, steps: train(  # noqa: E731
-        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment, device
+        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment, a.device
     )
     tried = []
     for learner in fnos:  # the peer at every width within the budget; the best is compared
@@ -338,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=threads, default=1)
     p.add_argument("--device", default="cpu", help="where both models train (cpu, cuda, cuda:N)")
     a = p.parse_args(argv)
-    device_of(a.device)
+    a.device = device_of(a.device)  # checked before any work
     try:
         import neuralop  # noqa: F401
     except ImportError as e:
@@ -355,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     a.steps = a.steps or 6000
     families = data.FAMILIES if a.family == "both" else (a.family,)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
-    where = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else f"threads {a.threads}"
+    where = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else f"threads {a.threads}"
     print(f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; funcformer {cfg}", flush=True)
     results = [compare(family, cfg, a) for family in families]
     ratios = {f"{r['family']} {b}": float(r[f"ratio_{b}"]) for r in results for b in ("steps", "clock")}  # type: ignore[arg-type]

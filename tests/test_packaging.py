@@ -20,6 +20,27 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = {"applicative", "instances", "models", "training"}
+BENCHMARKS = sorted(s.stem for s in (ROOT / "benchmarks").glob("*.py"))
+
+
+def _run_benchmarks(
+    tmp_path: Path, runs: dict[str, tuple[str, list[str]]], timeout: float
+) -> dict[str, tuple[int, str, str]]:
+    """Each case's ``benchmarks/NAME.py ARGS``, all at once, from outside the checkout and without PYTHONPATH:
+    its exit status, stdout and stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    procs = {
+        case: subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=tmp_path, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for case, (name, args) in runs.items()
+    }
+    done = {}
+    for case, proc in procs.items():
+        out, err = proc.communicate(timeout=timeout)
+        done[case] = (proc.returncode, out, err)
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -84,62 +105,37 @@ def test_the_library_imports_nothing_from_examples() -> None:
 def test_every_benchmark_starts_from_outside_the_checkout(tmp_path: Path) -> None:
     """``python benchmarks/NAME.py --help`` from another directory: a benchmark that imports ``examples``
     (a checkout folder, not installed) puts the checkout on its path itself."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
-    runs = {
-        s.name: subprocess.Popen(
-            [sys.executable, str(s), "--help"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True,
-        )
-        for s in scripts
+    runs = _run_benchmarks(tmp_path, {f"{n}.py": (n, ["--help"]) for n in BENCHMARKS}, timeout=120)
+    failed = {
+        name: (err.strip().splitlines() or ["(no stderr)"])[-1]
+        for name, (rc, out, err) in runs.items()
+        if rc != 0 or "usage:" not in out
     }
-    failed = {}
-    for name, run in runs.items():
-        out, err = run.communicate(timeout=120)
-        if run.returncode != 0 or "usage:" not in out:
-            failed[name] = (err.strip().splitlines() or ["(no stderr)"])[-1]
     assert not failed, f"benchmarks that do not start: {failed}"
 
 
-def _answers(tmp_path: Path, runs: dict[str, tuple[str, list[str]]]) -> dict[str, tuple[int, list[str]]]:
-    """Each case's benchmark ``name`` run with ``args`` (in parallel): its exit status and stderr lines."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    procs = {
-        case: subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=tmp_path, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for case, (name, args) in runs.items()
-    }
-    answers = {}
-    for case, proc in procs.items():
-        _, err = proc.communicate(timeout=120)
-        answers[case] = (proc.returncode, err.strip().splitlines())
-    return answers
-
-
 def test_every_benchmark_answers_a_bad_option_or_device_in_one_line(tmp_path: Path) -> None:
-    """A misspelt option, a thread count of 0 and (where a benchmark takes ``--device``) a device this machine
-    lacks: exit status 2 and one line on stderr naming the fix, before any work -- never argparse's usage
-    block or a traceback from inside torch."""
-    names = sorted(s.stem for s in (ROOT / "benchmarks").glob("*.py"))
-    takes_device = {n for n in names if "--device" in (ROOT / "benchmarks" / f"{n}.py").read_text()}
+    """A misspelt option, a negative thread count and (where a benchmark takes ``--device``) a device this
+    machine lacks: exit status 2 and one line on stderr naming the fix, before any work -- never argparse's
+    usage block or a traceback from inside torch."""
+    takes_device = {n for n in BENCHMARKS if "--device" in (ROOT / "benchmarks" / f"{n}.py").read_text()}
     assert {"darcy_vs_fno", "attention_vector", "tree_ops"} <= takes_device
     cases = {
-        **{f"{n} misspelt": (n, ["--quik"], "did you mean --quick?") for n in names},
-        **{f"{n} threads": (n, ["--quick", "--threads", "-1"], "argument --threads") for n in names if n != "flex_attention"},
+        **{f"{n} misspelt": (n, ["--quik"], "did you mean --quick?") for n in BENCHMARKS},
+        **{f"{n} threads": (n, ["--quick", "--threads", "-1"], "argument --threads") for n in BENCHMARKS if n != "flex_attention"},
         **{f"{n} device": (n, ["--quick", "--device", "cuda:99"], "--device cuda:99") for n in takes_device},
     }
     answers = {}
-    for batch in (dict(list(cases.items())[i : i + 12]) for i in range(0, len(cases), 12)):
-        got = _answers(tmp_path, {k: (name, args) for k, (name, args, _) in batch.items()})
-        answers.update(got)
-    wrong = {
-        case: lines
-        for case, (name, _, says) in cases.items()
-        for rc, lines in [answers[case]]
-        if rc != 2 or len(lines) != 1 or not lines[0].startswith(f"{name}: error: ") or says not in lines[0]
-    }
+    items = list(cases.items())
+    for i in range(0, len(items), 12):  # a dozen interpreters at a time
+        batch = {case: (name, args) for case, (name, args, _) in items[i : i + 12]}
+        answers.update(_run_benchmarks(tmp_path, batch, timeout=120))
+    wrong = {}
+    for case, (name, _, says) in cases.items():
+        rc, _, err = answers[case]
+        lines = err.strip().splitlines()
+        if rc != 2 or len(lines) != 1 or not lines[0].startswith(f"{name}: error: ") or says not in lines[0]:
+            wrong[case] = lines
     assert not wrong, wrong
 
 
@@ -153,7 +149,7 @@ RESULT = re.compile(r"^result: (\w+) (\S+) \(target (<=|>=|<|>|==) (\S+)\)$")
     [
         pytest.param(sorted(QUICK), id="quick"),
         pytest.param(
-            sorted(s.stem for s in (ROOT / "benchmarks").glob("*.py") if s.stem not in QUICK),
+            sorted(n for n in BENCHMARKS if n not in QUICK),
             id="long",
             marks=pytest.mark.slow,
         ),
@@ -163,23 +159,11 @@ def test_every_benchmark_runs_quick_to_its_result_line(tmp_path: Path, names: li
     """``--quick`` runs to the end and its last line is ``result: NAME VALUE (target OP VALUE)`` with a finite
     value -- or, where the peer (the ``bench`` extra) is not installed, a ``nan`` result and one line saying
     how to install it. (tree_ops.py crashed for a whole round on a renamed private method: nothing ran it.)"""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    procs = {
-        n: subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / f"{n}.py"), "--quick"], cwd=tmp_path, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for n in names
-    }
     wrong = {}
-    for n, proc in procs.items():
-        out, err = proc.communicate(timeout=900)
+    for n, (rc, out, err) in _run_benchmarks(tmp_path, {n: (n, ["--quick"]) for n in names}, timeout=900).items():
         last = (out.strip().splitlines() or [""])[-1]
         m = RESULT.match(last)
-        missing_peer = proc.returncode == 2 and "pip install -e '.[bench]'" in err and len(err.strip().splitlines()) == 1
-        if m is None or not (
-            (proc.returncode == 0 and math.isfinite(float(m[2])))
-            or (missing_peer and math.isnan(float(m[2])))
-        ):
-            wrong[n] = (proc.returncode, last, (err.strip().splitlines() or [""])[-1][:300])
+        missing_peer = rc == 2 and "pip install -e '.[bench]'" in err and len(err.strip().splitlines()) == 1
+        if m is None or not ((rc == 0 and math.isfinite(float(m[2]))) or (missing_peer and math.isnan(float(m[2])))):
+            wrong[n] = (rc, last, (err.strip().splitlines() or [""])[-1][:300])
     assert not wrong, wrong
