@@ -54,7 +54,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
-from examples.darcy.train import build_model
+from examples.darcy.train import build_model, objective
 from training import UserError
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
@@ -201,7 +201,7 @@ def learners(
     def ff_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
         assert isinstance(m, DarcyModel)
         x, exact = data.moved(x_ff[idx], u[idx], which)
-        return data.relative_l2(m.on_grid(m(x)), exact).pow(2).mean()
+        return objective(m, x, exact)
 
     def ff_predict(m: nn.Module, on_fine: bool) -> Tensor:
         assert isinstance(m, DarcyModel)
@@ -259,6 +259,8 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
         f"({time.perf_counter() - t0:.0f}s)",
         flush=True,
     )
+    cfg = cfg.replace(family=family)  # the preset's own family is the one --family overrides
+    print(f"  funcformer {cfg}", flush=True)
     ff, fnos = learners(cfg, a, splits, fine)
     n_ff = count(ff.make())
     go = lambda learner, steps: train(  # noqa: E731
@@ -355,14 +357,18 @@ def main(argv: list[str] | None = None) -> int:
     families = data.FAMILIES if a.family == "both" else (a.family,)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     where = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else f"threads {a.threads}"
-    print(f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; funcformer {cfg}", flush=True)
+    print(f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; --preset {a.preset}", flush=True)
     results = [compare(family, cfg, a) for family in families]
     ratios = {f"{r['family']} {b}": float(r[f"ratio_{b}"]) for r in results for b in ("steps", "clock")}  # type: ignore[arg-type]
     worst = max(ratios, key=ratios.__getitem__)
     if a.out is not None:
         a.out.write_text(
             json.dumps(
-                {"config": cfg.__dict__, "args": vars(a) | {"out": str(a.out)}, "results": results},
+                {
+                    "config": cfg.__dict__ | {"family": a.family},
+                    "args": vars(a) | {"out": str(a.out)},
+                    "results": results,
+                },
                 indent=1,
                 default=str,
             )

@@ -18,12 +18,22 @@ from training import Trained, fit_config
 from training.loop import FitOptions, Optimised
 from training.tasks.darcy import data
 from training.tasks.darcy.config import Config
-from training.tasks.darcy.model import SPEC, DarcyModel, centred
+from training.tasks.darcy.model import SPEC, DarcyModel, centred, roughness
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
     """Per-sample ``‖pred - exact‖² / ‖exact‖²`` on the grid."""
     return data.relative_l2(pred, exact).pow(2)
+
+
+def objective(model: DarcyModel, x: Tensor, exact: Tensor) -> Tensor:
+    """The training loss on inputs ``x`` and grid solutions ``exact`` ``(batch, P, P)``: the batch mean of
+    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = config.smooth``; the series ``u``)."""
+    u = model(x)
+    loss = relative_sq(model.on_grid(u), exact)
+    if model.config.smooth > 0:
+        loss = loss + model.config.smooth * roughness(u) / exact.pow(2).mean((-2, -1))
+    return loss.mean()
 
 
 def build_model(config: Config, train: data.DarcyData) -> DarcyModel:
@@ -65,7 +75,7 @@ class DarcyTask(Optimised):
         idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
         which = data.random_symmetries(len(idx), self.sampler) if self.config.augment else None  # checkpointed
         x, u = data.moved(self.x[idx], self.u[idx], which)
-        loss = relative_sq(self.model.on_grid(self.model(x)), u).mean()
+        loss = objective(self.model, x, u)
         self.optimise(loss, clip=self.config.clip)
         return loss
 
