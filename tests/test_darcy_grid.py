@@ -87,9 +87,11 @@ def _attend(mha: torch.nn.Module, q: torch.Tensor, mem: torch.Tensor, log_w: tor
     return o @ mha.out_proj.weight.T + mha.out_proj.bias
 
 
-def test_reader_against_a_plain_computation() -> None:
+@pytest.mark.parametrize(("reader_heads", "heads"), [(0, 2), (1, 1), (4, 4)])
+def test_reader_against_a_plain_computation(reader_heads: int, heads: int) -> None:
+    """``reader_heads`` (``0``: the model's ``heads``) splits the reader's channels, the model's attention untouched."""
     torch.manual_seed(0)
-    config = Config(modes=5, width=8, heads=2, reader="grid", frequencies=3, dtype="float64")
+    config = Config(modes=5, width=8, heads=2, reader="grid", reader_heads=reader_heads, frequencies=3, dtype="float64")
     reader = GridReader(config, DarcyModel(config).domain, torch.float64)
     p, n = 9, 5
     log_a = torch.randn(2, p, p, dtype=torch.float64)
@@ -102,15 +104,23 @@ def test_reader_against_a_plain_computation() -> None:
     tokens = torch.cat([log_a.mT[..., None], f.expand(2, p, p, 6)], -1)  # (b, P_y, P_x, 7)
     mem = _ln(tokens @ reader.embed.weight.T + reader.embed.bias, reader.norm_x)
     qx = vx @ reader.query_x  # (n, R) at the x points
-    h = qx + _attend(reader.attn_x, qx.expand(2, p, n, 8), mem, log_w, 2)  # (b, P_y, n_x, R) values
+    h = qx + _attend(reader.attn_x, qx.expand(2, p, n, 8), mem, log_w, heads)  # (b, P_y, n_x, R) values
     mem = _ln(h.transpose(-2, -3) + f @ reader.position.weight.T + reader.position.bias, reader.norm_y)
     qy = vx @ reader.query_y
-    g = qy + _attend(reader.attn_y, qy.expand(2, n, n, 8), mem, log_w, 2)  # (b, n_x, n_y, R) values
+    g = qy + _attend(reader.attn_y, qy.expand(2, n, n, 8), mem, log_w, heads)  # (b, n_x, n_y, R) values
     inv = torch.linalg.inv(vx)
     coef = torch.einsum("ki,lj,bijr->bklr", inv, inv, g)  # values at the tensor points -> coefficients
     want = coef.flatten(1, 2) @ reader.lift.weight.T
     want[:, 0] += reader.lift.bias  # a bias on a function is the constant function: T_0(x) T_0(y) only
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_reader_heads_must_divide_the_readers_channels() -> None:
+    with pytest.raises(ConfigError, match=r"reader_width=32, reader_heads=3 .* 3 heads must divide its 32 channels"):
+        Config(reader="grid", reader_width=32, reader_heads=3)
+    with pytest.raises(ConfigError, match=r"heads=4\): the grid reader's 4 heads must divide its 30 channels"):
+        Config(reader="grid", reader_width=30)  # reader_heads 0: the model's heads
+    Config(reader="interpolant", reader_width=30)  # the interpolant route has no reader
 
 
 @pytest.mark.parametrize("sequence", ["x", "xy"])

@@ -135,7 +135,7 @@ def test_bad_lengths_and_causal_over_unordered() -> None:
     with pytest.raises(StructureError, match="no order"):
         decoder(Vector(4), Model(), Hidden(), 2, 1, sequence=Chebyshev(8))
     model = decoder(Vector(4), Model(), Hidden(), 2, 1, dtype=F64)
-    with pytest.raises(StructureError, match="Chebyshev.*no order"):
+    with pytest.raises(StructureError, match=r"Chebyshev.*no order"):
         model(Field(torch.randn(2, 8, 4, dtype=F64), (Chebyshev(8), Vector(4))))
 
 
@@ -161,3 +161,25 @@ def test_padded_is_lawful() -> None:
     report = check_laws(PaddedArbitrary(), max_examples=20)
     assert report.status("fused = generic (S keys)") != "n/a"
     assert report.status("softmax") != "n/a"
+
+
+def test_several_batch_axes_run_one_four_dimensional_kernel_with_the_per_example_mask() -> None:
+    """Batch ``(3, 2)``, three lengths: one SDPA call on ``(6, heads, n, e)``, equal to PyTorch on each slice.
+
+    SDPA's CPU kernels take four dimensions (with more it runs its unfused math path), so the batch axes are
+    flattened into one, and the per-example ``0 / -inf`` bias with them.
+    """
+    lengths, n = [7, 3, 5], 7
+    layer = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True, dtype=F64)
+    ours = EncoderLayer(Model(), Hidden(), 4, dtype=F64)
+    ours.load_state_dict(layer.state_dict())
+    x = torch.randn(3, 2, n, 16, dtype=F64)  # per-example lengths line up with the leading axis
+    pad = lengths_mask(lengths, n)
+    with _count_sdpa() as sdpa:
+        got = ours(Field(x, (Padded(n, lengths), Model()))).tensor
+    assert sdpa.call_count == 1
+    assert sdpa.call_args.args[0].shape == (6, 4, n, 4)
+    for i in range(2):
+        want = layer(x[:, i], src_key_padding_mask=pad)
+        assert rel_err(want[~pad], layer(x[:, i])[~pad]) > 1e-3  # the mask matters
+        assert rel_err(got[:, i][~pad], want[~pad]) <= TOL

@@ -218,6 +218,29 @@ def test_attention_vs_sdpa(record_property: Record, fused: bool, causal: bool) -
     check(record_property, f"attention[fused={fused},causal={causal}] vs sdpa", got.tensor, want)
 
 
+class Weighted(Vector):
+    """Six positions with unequal weights: the softmax's bias is ``log w``."""
+
+    size = 6
+
+    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
+        return torch.linspace(0.2, 1.2, self.size, dtype=dtype, device=device).log()
+
+
+def test_attention_over_several_batch_axes_calls_sdpa_on_four_dimensions(record_property: Record) -> None:
+    """Batch ``(2, 3, 4)``: one SDPA call on ``(6, 4, n, e)`` (SDPA's CPU kernels take four dimensions; with more
+    it runs its unfused math path), equal to the generic definition, with the keys' measure as the bias."""
+    q = torch.randn(2, 3, 4, 7, 8, dtype=F64)
+    k, v = torch.randn(3, 1, 6, 8, dtype=F64), torch.randn(2, 3, 4, 6, 5, dtype=F64)
+    args = (ScaledSoftmax(0.4), Field(q, (Seq(), Key())), Field(k, (Weighted(), Key())), Field(v, (Weighted(), Val())))
+    with _sdpa_spy() as sdpa:
+        got = attention(*args)
+    assert sdpa.call_count == 1
+    assert sdpa.call_args.args[0].shape == (6, 4, 7, 8)
+    want = attention(*args, fused=False)
+    check(record_property, "attention[batch (2, 3, 4)] vs generic", got.tensor, want.tensor)
+
+
 @pytest.mark.parametrize("fused", [False, True])
 def test_cross_attention_multiple_query_axes(record_property: Record, fused: bool) -> None:
     """Queries with two typed axes ``Seq x Mem x H`` attend to keys over ``Mem``."""

@@ -44,7 +44,8 @@ class Config(Checked):
         domain_normalise: attention normalisation over the domain when ``sequence="xy"`` (``"linear"``: the
             Galerkin form, linear cost in the ``modes²`` positions).
         reader_normalise: the grid reader's attention normalisation (``"softmax"``: each query a local average).
-        reader_width: the grid reader's channels (``0``: ``width``; ``heads`` must divide it).
+        reader_width: the grid reader's channels (``0``: ``width``).
+        reader_heads: the grid reader's attention heads (``0``: ``heads``; must divide the reader's channels).
         frequencies: Fourier features per axis of a grid token's coordinates (``reader="grid"``).
         channels: how many functions of ``(x, y)`` the grid reader hands the 1D Funcformer (``reader="grid"``,
             ``sequence="x"``): its features at each ``x`` are then ``Pairs(Y, Vector(channels))``, ``channels``
@@ -86,6 +87,7 @@ class Config(Checked):
     domain_normalise: Normalisation = "linear"
     reader_normalise: Normalisation = "softmax"
     reader_width: int = at_least(0, 0)
+    reader_heads: int = at_least(0, 0)
     frequencies: int = at_least(8, 0)
     channels: int = at_least(1, 1)
     homogeneous: bool = False
@@ -100,6 +102,13 @@ def _consistent(c: Config) -> str | None:
         return (
             f"config fields modes={c.modes}, points={c.points}: the solution series has modes + 2 terms per axis, "
             "more than the grid can determine; lower modes or raise points"
+        )
+    channels, heads = c.reader_width or c.width, c.reader_heads or c.heads
+    if c.reader == "grid" and channels % heads:
+        return (
+            f"config fields reader_width={c.reader_width}, reader_heads={c.reader_heads} (width={c.width}, "
+            f"heads={c.heads}): the grid reader's {heads} heads must divide its {channels} channels; "
+            "pick reader_heads dividing reader_width"
         )
     if c.sequence == "xy" and c.reader != "grid":
         return "config fields sequence=xy, reader=interpolant: the 2D-domain model reads the grid; set reader=grid"
