@@ -227,18 +227,20 @@ class Weighted(Vector):
         return torch.linspace(0.2, 1.2, self.size, dtype=dtype, device=device).log()
 
 
-def test_attention_over_several_batch_axes_calls_sdpa_on_four_dimensions(record_property: Record) -> None:
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_over_several_batch_axes_calls_sdpa_on_four_dimensions(record_property: Record, causal: bool) -> None:
     """Batch ``(2, 3, 4)``: one SDPA call on ``(6, 4, n, e)`` (SDPA's CPU kernels take four dimensions; with more
     it runs its unfused math path), equal to the generic definition, with the keys' measure as the bias."""
-    q = torch.randn(2, 3, 4, 7, 8, dtype=F64)
+    q = torch.randn(2, 3, 4, 6, 8, dtype=F64)
     k, v = torch.randn(3, 1, 6, 8, dtype=F64), torch.randn(2, 3, 4, 6, 5, dtype=F64)
-    args = (ScaledSoftmax(0.4), Field(q, (Seq(), Key())), Field(k, (Weighted(), Key())), Field(v, (Weighted(), Val())))
+    norm: Normalise = CausalSoftmax(0.4) if causal else ScaledSoftmax(0.4)
+    args = (norm, Field(q, (Weighted(), Key())), Field(k, (Weighted(), Key())), Field(v, (Weighted(), Val())))
     with _sdpa_spy() as sdpa:
         got = attention(*args)
     assert sdpa.call_count == 1
-    assert sdpa.call_args.args[0].shape == (6, 4, 7, 8)
+    assert sdpa.call_args.args[0].shape == (6, 4, 6, 8)
     want = attention(*args, fused=False)
-    check(record_property, "attention[batch (2, 3, 4)] vs generic", got.tensor, want.tensor)
+    check(record_property, f"attention[batch (2, 3, 4), causal={causal}] vs generic", got.tensor, want.tensor)
 
 
 @pytest.mark.parametrize("fused", [False, True])
