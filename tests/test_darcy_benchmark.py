@@ -1,0 +1,73 @@
+"""``benchmarks/darcy_vs_fno.py``'s training loop: ``--compile`` trains the same steps, outside the model's clock."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from examples.darcy.train import objective
+from training.tasks.darcy import data
+from training.tasks.darcy.config import PRESETS
+from training.tasks.darcy.model import DarcyModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("darcy_vs_fno", ROOT / "benchmarks" / "darcy_vs_fno.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["darcy_vs_fno"] = module  # dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(
+    not (shutil.which("c++") or shutil.which("g++")), reason="torch.compile on the CPU needs a C++ compiler"
+)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's inductor imports torch.jit.script_method
+@pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`:UserWarning")
+def test_a_compiled_model_trains_the_same_steps_outside_its_clock() -> None:
+    """Compiled before its clock starts (one forward and backward, no step taken), then the eager trajectory."""
+    bench = _benchmark()
+    cfg = PRESETS["tiny"].replace(reader="grid", augment=True, smooth=1.0)
+    d = data.sample("lognormal", 12, cfg.points, 0, cfg.refine)
+    x, u = d.a.log().float(), d.u.float()
+
+    def loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
+        assert isinstance(m, DarcyModel)
+        moved, exact = data.moved(x[idx], u[idx], which)
+        return objective(m, moved.contiguous(), exact)
+
+    def predict(m: nn.Module, fine: bool) -> Tensor:
+        assert isinstance(m, DarcyModel)
+        return m.on_grid(m(x)).double()
+
+    def optimiser(m: nn.Module, steps: int) -> tuple[torch.optim.Optimizer, object]:
+        return torch.optim.Adam(m.parameters(), lr=3e-3), lambda step: None
+
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        return DarcyModel(cfg)
+
+    runs = [
+        bench.train(
+            bench.Learner("funcformer", make, loss, predict, optimiser, 1.0, compiled), 8, 12, 4, 0, 2, d.u, d.u, True
+        )
+        for compiled in (False, True)
+    ]
+    eager, compiled = runs
+    assert eager.compile_seconds == 0.0 < compiled.compile_seconds
+    assert compiled.seconds < compiled.compile_seconds  # the warm-up is reported, not counted in the clock
+    assert [s for s, _, _ in compiled.curve] == [s for s, _, _ in eager.curve] == [4, 8]
+    assert eager.curve[0][2] != eager.curve[1][2]  # the steps moved the model: the comparison can fail
+    for (_, _, e1), (_, _, e2) in zip(eager.curve, compiled.curve, strict=True):
+        assert e2 == pytest.approx(e1, rel=1e-4)
+    assert compiled.error == pytest.approx(eager.error, rel=1e-4)
