@@ -93,6 +93,12 @@ class Config(Checked):
     homogeneous: bool = False
     augment: bool = False
 
+    @property
+    def reader_shape(self) -> tuple[int, int]:
+        """The grid reader's ``(channels, heads)``: ``reader_width`` and ``reader_heads``, ``0`` read as
+        ``width`` and ``heads``."""
+        return self.reader_width or self.width, self.reader_heads or self.heads
+
     def consistent(self) -> str | None:
         return _consistent(self)
 
@@ -103,7 +109,7 @@ def _consistent(c: Config) -> str | None:
             f"config fields modes={c.modes}, points={c.points}: the solution series has modes + 2 terms per axis, "
             "more than the grid can determine; lower modes or raise points"
         )
-    channels, heads = c.reader_width or c.width, c.reader_heads or c.heads
+    channels, heads = c.reader_shape
     if c.reader == "grid" and channels % heads:
         return (
             f"config fields reader_width={c.reader_width}, reader_heads={c.reader_heads} (width={c.width}, "

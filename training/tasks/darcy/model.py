@@ -145,13 +145,13 @@ class GridReader(nn.Module):
     def __init__(self, config: Config, domain: Pairs, dtype: torch.dtype) -> None:
         super().__init__()
         self.domain, self.frequencies = domain, config.frequencies
-        d, r = Vector(config.width), Vector(config.reader_width or config.width)
+        channels, heads = config.reader_shape
+        d, r = Vector(config.width), Vector(channels)
         f = Vector(2 * config.frequencies)
         self.embed: Linear[Vector, Vector] = Linear(Vector(1 + f.size), r, dtype=dtype)
         self.position: Linear[Vector, Vector] = Linear(f, r, dtype=dtype)
         self.norm_x: LayerNorm[Vector] = LayerNorm(r, eps=config.eps, dtype=dtype)
         self.norm_y: LayerNorm[Vector] = LayerNorm(r, eps=config.eps, dtype=dtype)
-        heads = config.reader_heads or config.heads
         head = Vector(r.size // heads)
         scale = 1 / math.sqrt(head.size)
         normalise = ScaledSoftmax(scale) if config.reader_normalise == "softmax" else LinearAttention(scale)
