@@ -195,7 +195,7 @@ def mul(a: Field[*A], b: Field[*A]) -> Field[*A]:
 
 def scale(c: float | Tensor, x: Field[*A]) -> Field[*A]:
     """Multiply every value by the scalar ``c`` (a ring element, or a tensor broadcasting over the batch)."""
-    c_t = c if isinstance(c, Tensor) else x.tensor.new_tensor(c)
+    c_t = c if isinstance(c, Tensor) else x.tensor.new_full((), c)
     if c_t.ndim:
         c_t = c_t.reshape(*c_t.shape, *([1] * _typed(x)))
     return x.with_tensor(x.ring.mul(c_t, x.tensor))

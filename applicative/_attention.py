@@ -367,7 +367,7 @@ def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: 
     lead = tq.shape[: tq.ndim - 1 - ni]
     flat = tq.reshape(*lead, -1, tq.shape[-1])  # (..., |I|, H): the queries' outer axes as rows
     out = h.contract(flat, kv, q.ring)  # (..., |I|, G)
-    out = q.ring.mul(out.new_tensor(normalise.scale), out) if normalise.scale != 1.0 else out
+    out = q.ring.mul(out.new_full((), normalise.scale), out) if normalise.scale != 1.0 else out
     out = out.reshape(*out.shape[:-2], *tq.shape[tq.ndim - 1 - ni : -1], out.shape[-1])
     return _result(out, q, v)
 

@@ -223,17 +223,19 @@ def metric(s: Contract, dtype: torch.dtype, device: torch.device) -> Tensor:
 
 
 @functools.lru_cache(maxsize=256)
-def _metric64(s: Contract) -> Tensor:
+def _metric64(s: Contract, device: torch.device) -> Tensor:
+    # built where it is used: under torch.compile a constant computed on the CPU and moved to a GPU is a
+    # graph the compiler cannot always lower (a reduction)
     with torch.inference_mode(False):
-        eye = torch.eye(s.size, dtype=torch.float64)
+        eye = torch.eye(s.size, dtype=torch.float64, device=device)
         p = s.positions(eye, 0, s.grid)  # (grid, n): the basis functions at the positions
-        lw = measure(s, torch.float64, torch.device("cpu"), s.grid)
+        lw = measure(s, torch.float64, device, s.grid)
         wp = p if lw is None else p * lw.exp().unsqueeze(-1)
         return p.transpose(0, 1) @ wp
 
 
 def _metric(s: Contract, dtype: torch.dtype, device: torch.device) -> Tensor:
-    return _metric64(s).to(dtype=dtype, device=device)
+    return _metric64(s, device).to(dtype=dtype)
 
 
 @functools.lru_cache(maxsize=256)

@@ -113,8 +113,8 @@ def points(n: int, dtype: torch.dtype = torch.float64, device: torch.device | st
     """The ``n`` Chebyshev points of the first kind in increasing order (numpy's ``chebpts1``); shape ``(n,)``."""
     if n < 1:
         raise StructureError(f"points: need at least one point, got n={n}")
-    j = torch.arange(n, dtype=torch.float64)
-    return torch.sin(math.pi * (2 * j + 1 - n) / (2 * n)).to(dtype=dtype, device=device)
+    j = torch.arange(n, dtype=torch.float64, device=device)
+    return torch.sin(math.pi * (2 * j + 1 - n) / (2 * n)).to(dtype=dtype)
 
 
 def _real(op: str, x: Tensor) -> tuple[Tensor, torch.dtype]:
@@ -135,11 +135,17 @@ def _const(t: Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
     return t.to(dtype=dtype, device=device)
 
 
+def _index(n: int, device: torch.device) -> Tensor:
+    """``0, ..., n-1`` in float64, built where the constant is used: under ``torch.compile`` a constant
+    computed on the CPU and moved to a GPU is a graph the compiler cannot always lower (a reduction)."""
+    return torch.arange(n, dtype=torch.float64, device=device)
+
+
 @_constant
 def _values_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``z'_k / c_k`` for :func:`values`: ``(-1)^k e^{iπk/(2m)}``, with ``2`` at ``k = 0``; shape ``(n,)``."""
     with torch.inference_mode(False):
-        k = torch.arange(n, dtype=torch.float64)
+        k = _index(n, device)
         ph = torch.polar(_sign(k), math.pi * k / (2 * m))
         ph[0] = 2.0
         return _const(ph, _complex(dtype), device)
@@ -149,7 +155,7 @@ def _values_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> T
 def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``c_k / rfft(v)_k`` for :func:`coefficients`: ``(2 - δ_k0)/m (-1)^k e^{-iπk/(2m)}``; shape ``(n,)``."""
     with torch.inference_mode(False):
-        k = torch.arange(n, dtype=torch.float64)
+        k = _index(n, device)
         scale = (2.0 - (k == 0).double()) / m * _sign(k)
         return _const(torch.polar(scale, -math.pi * k / (2 * m)), _complex(dtype), device)
 
@@ -162,8 +168,8 @@ DENSE_MAX_POINTS = 256
 def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``T_k(t_j)``: shape ``(m, n)``."""
     with torch.inference_mode(False):
-        j = torch.arange(m, dtype=torch.float64)[:, None]
-        k = torch.arange(n, dtype=torch.float64)[None, :]
+        j = _index(m, device)[:, None]
+        k = _index(n, device)[None, :]
         return _const(_sign(k) * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
 
 
@@ -171,8 +177,8 @@ def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> 
 def _coefficients_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """The first ``n`` rows of the inverse of the ``m``-point :func:`_values_matrix`: shape ``(n, m)``."""
     with torch.inference_mode(False):
-        k = torch.arange(n, dtype=torch.float64)[:, None]
-        j = torch.arange(m, dtype=torch.float64)[None, :]
+        k = _index(n, device)[:, None]
+        j = _index(m, device)[None, :]
         scale = (2.0 - (k == 0).double()) / m * _sign(k)
         return _const(scale * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
 
@@ -293,22 +299,22 @@ def evaluate_2d(c: Tensor, tx: Tensor, ty: Tensor) -> Tensor:
 
 
 @_constant
-def _weights64(n: int) -> Tensor:
+def _weights64(n: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        k = torch.arange(n, dtype=torch.float64)
+        k = _index(n, device)
         return torch.where(k % 2 == 0, 2.0 / (1.0 - k * k), torch.zeros_like(k))
 
 
 @_constant
 def _cached_weights(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        return _const(_weights64(n), dtype, device)
+        return _const(_weights64(n, device), dtype, device)
 
 
 @_constant
-def _quadrature64(m: int) -> Tensor:
+def _quadrature64(m: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        return _coefficients_matrix(m, m, torch.float64, torch.device("cpu")).transpose(0, 1) @ _weights64(m)
+        return _coefficients_matrix(m, m, torch.float64, device).transpose(0, 1) @ _weights64(m, device)
 
 
 def quadrature_weights(m: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
@@ -317,7 +323,7 @@ def quadrature_weights(m: int, dtype: torch.dtype = torch.float64, device: torch
     ``ρ = Cᵀ w``: interpolate (the DCT-II ``C``), then integrate term by term. All
     ``ρ_j > 0`` (Fejér 1933), so a softmax weighted by them stays positive.
     """
-    return _quadrature64(m).to(dtype=dtype, device=device)
+    return _quadrature64(m, torch.device(device) if device is not None else torch.device("cpu")).to(dtype=dtype)
 
 
 def integral_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
@@ -326,23 +332,23 @@ def integral_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.d
 
 
 @_constant
-def _metric64(n: int) -> Tensor:
+def _metric64(n: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        w = _weights64(2 * n)
-        i = torch.arange(n)
+        w = _weights64(2 * n, device)
+        i = torch.arange(n, device=device)
         return 0.5 * (w[i[:, None] + i[None, :]] + w[(i[:, None] - i[None, :]).abs()])
 
 
 @_constant
 def _cached_metric(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        return _const(_metric64(n), dtype, device)
+        return _const(_metric64(n, device), dtype, device)
 
 
 @_constant
 def _cached_factor(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        return _const(torch.linalg.cholesky(_metric64(n)), dtype, device)
+        return _const(torch.linalg.cholesky(_metric64(n, device)), dtype, device)
 
 
 def metric(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
@@ -356,10 +362,10 @@ def metric_factor(n: int, dtype: torch.dtype = torch.float64, device: torch.devi
 
 
 @_constant
-def _derivative64(n: int, order: int) -> Tensor:
+def _derivative64(n: int, order: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        j = torch.arange(n)[:, None]
-        k = torch.arange(n)[None, :]
+        j = torch.arange(n, device=device)[:, None]
+        k = torch.arange(n, device=device)[None, :]
         d = torch.where((k > j) & ((k - j) % 2 == 1), 2.0 * k.double(), 0.0)
         d[0] /= 2
         power: Tensor = torch.linalg.matrix_power(d, order)
@@ -369,7 +375,7 @@ def _derivative64(n: int, order: int) -> Tensor:
 @_constant
 def _cached_derivative(n: int, order: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
-        return _const(_derivative64(n, order), dtype, device)
+        return _const(_derivative64(n, order, device), dtype, device)
 
 
 def derivative(c: Tensor, dim: int = -1, order: int = 1) -> Tensor:

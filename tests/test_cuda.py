@@ -163,3 +163,32 @@ def test_a_program_trains_on_cuda(program: str, argv: list[str], tmp_path: Any) 
     shared = ["--preset", "tiny", "--steps", "4", "--device", "cuda", "--no-progress", "--out", str(out)]
     assert main([*shared, *argv]) == 0
     assert json.loads((out / "report.json").read_text())["device"] == "cuda"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's inductor imports torch.jit.script_method
+@pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`:UserWarning")
+@pytest.mark.filterwarnings("ignore:TensorFloat32 tensor cores:UserWarning")  # Inductor's advice on CUDA
+@pytest.mark.parametrize("sequence", ["x", "xy"])
+def test_the_compiled_darcy_model_on_cuda(sequence: str) -> None:
+    """``torch.compile`` (Inductor) on CUDA: the loss and its gradients equal the eager model's."""
+    from examples.darcy.train import objective
+    from training.tasks.darcy.config import PRESETS
+    from training.tasks.darcy.model import DarcyModel
+
+    cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
+    cfg = cfg.replace(channels=2 if sequence == "x" else 1)
+    torch.manual_seed(0)
+    model = DarcyModel(cfg).to(CUDA)
+    x = torch.randn(3, cfg.points, cfg.points, device=CUDA)
+    exact = torch.randn_like(x)
+    results = []
+    for m in (model, torch.compile(model)):
+        model.zero_grad()
+        loss = objective(m, x, exact)  # type: ignore[arg-type]
+        loss.backward()  # type: ignore[no-untyped-call]
+        results.append((loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (eager, g_eager), (compiled, g_compiled) = results
+    torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-6)
+    assert len(g_compiled) == len(g_eager) > 0
+    for a, b in zip(g_compiled, g_eager, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-5)

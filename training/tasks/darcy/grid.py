@@ -40,7 +40,8 @@ def trapezoid_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.
     if n == 1:
         return torch.full((1,), 2.0, dtype=dtype, device=device)
     w = torch.full((n,), 2.0 / (n - 1), dtype=dtype, device=device)
-    w[[0, -1]] /= 2
+    w[0] /= 2  # element by element: an index list would be a CPU tensor (meta and compiled graphs)
+    w[-1] /= 2
     return w
 
 
