@@ -441,7 +441,10 @@ def test_two_runs_filling_one_new_cache_do_not_race(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     # fresh interpreters, not fork(): a fork of this process (torch's OpenMP pool already running) can
     # deadlock in the child as soon as it computes
-    code = f"from pathlib import Path; from training.tasks.poisson import data; data.splits(8, 4, 0, 16, Path({str(cache)!r}))"
+    code = (
+        "from pathlib import Path; from training.tasks.poisson import data; "
+        f"data.splits(8, 4, 0, 16, Path({str(cache)!r}))"
+    )
     children = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT) for _ in range(2)]
     assert [c.wait(timeout=300) for c in children] == [0, 0]
     assert [p.name for p in cache.iterdir()] == ["poisson_n16_tr8_te4_s0.pt"]  # no temporaries left

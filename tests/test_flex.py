@@ -55,7 +55,8 @@ def test_flex_falls_back_to_dense_sdpa_where_torch_does_not_provide_it() -> None
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")  # inductor's own import
+# inductor's own import
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_compiled_flex_matches_sdpa() -> None:
     q, k, v, _ = _padded_fields(torch.float32)
     for norm in (FlexSoftmax(0.4), Causal(FlexSoftmax(0.4))):

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 from torch import Tensor
 
-from applicative import REAL, Field, Ring, StructureError
+from applicative import REAL, Field, Ring, Structure, StructureError
 from applicative.laws import (
     EXACT,
     LAWS,

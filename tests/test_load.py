@@ -109,8 +109,7 @@ def test_the_checkpoint_says_what_it_holds(runs: dict[str, Any]) -> None:
     for name, (out, trained, _) in runs.items():
         path = training.registry.checkpoint_in(out)
         meta = torch.load(path, weights_only=True)["meta"]
-        assert meta == {"task": name, "model": f"{type(trained).__module__}.{type(trained).__qualname__}",
-                        "version": 1}
+        assert meta == {"task": name, "model": f"{type(trained).__module__}.{type(trained).__qualname__}", "version": 1}
 
 
 def test_another_tasks_checkpoint_is_refused_naming_both(runs: dict[str, Any]) -> None:
@@ -120,7 +119,7 @@ def test_another_tasks_checkpoint_is_refused_naming_both(runs: dict[str, Any]) -
     message = str(caught.value)
     assert "\n" not in message
     assert "'darcy' (DarcyModel, version 1)" in message and "'poisson' (PoissonModel, version 1)" in message
-    with pytest.raises(CheckpointError, match="'lm'.*not task 'tree_listops'"):
+    with pytest.raises(CheckpointError, match=r"'lm'.*not task 'tree_listops'"):
         training.load(runs["lm"][0], task="tree_listops")
 
 
@@ -146,13 +145,13 @@ def test_another_version_is_refused_naming_both(runs: dict[str, Any], tmp_path: 
         blob["format"] = 99
 
     out = _rewritten(runs["poisson"][0], tmp_path / "f99", other_format)
-    with pytest.raises(CheckpointError, match="format 99.*reads format 1"):
+    with pytest.raises(CheckpointError, match=r"format 99.*reads format 1"):
         training.load(out)
 
 
 def test_an_older_checkpoint_loads_when_its_task_is_named(runs: dict[str, Any], tmp_path: Path) -> None:
     out = _rewritten(runs["poisson"][0], tmp_path / "old", lambda blob: blob.pop("meta"))
-    with pytest.raises(CheckpointError, match="does not record its task.*task="):
+    with pytest.raises(CheckpointError, match=r"does not record its task.*task="):
         training.load(out)
     model = poisson.load(out)
     assert torch.equal(model.out_scale, runs["poisson"][1].out_scale)

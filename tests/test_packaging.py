@@ -31,8 +31,12 @@ def _run_benchmarks(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     procs = {
         case: subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=tmp_path, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for case, (name, args) in runs.items()
     }
@@ -78,11 +82,14 @@ def test_the_wheel_holds_the_library_and_no_examples(wheel: Path) -> None:
 
 def test_training_imports_from_elsewhere_without_examples(wheel: Path, tmp_path: Path) -> None:
     # the wheel is a zip of pure Python: on sys.path it behaves as the installed packages
-    code = ("import importlib.util, training; spec = importlib.util.find_spec('examples');"
-            " print(training.__file__, spec.origin if spec else None)")
+    code = (
+        "import importlib.util, training; spec = importlib.util.find_spec('examples');"
+        " print(training.__file__, spec.origin if spec else None)"
+    )
     env = {**os.environ, "PYTHONPATH": str(wheel), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     where, examples = done.stdout.split()
     assert where.startswith(str(wheel))
@@ -122,7 +129,11 @@ def test_every_benchmark_answers_a_bad_option_or_device_in_one_line(tmp_path: Pa
     assert {"darcy_vs_fno", "attention_vector", "tree_ops"} <= takes_device
     cases = {
         **{f"{n} misspelt": (n, ["--quik"], "did you mean --quick?") for n in BENCHMARKS},
-        **{f"{n} threads": (n, ["--quick", "--threads", "-1"], "argument --threads") for n in BENCHMARKS if n != "flex_attention"},
+        **{
+            f"{n} threads": (n, ["--quick", "--threads", "-1"], "argument --threads")
+            for n in BENCHMARKS
+            if n != "flex_attention"
+        },
         **{f"{n} device": (n, ["--quick", "--device", "cuda:99"], "--device cuda:99") for n in takes_device},
     }
     answers = {}

@@ -22,9 +22,9 @@ import torch
 from torch import Tensor, nn
 
 from training import UserError, default_threads, fit, options
+from training import threads as threads_module
 from training.loop import Lines, Optimised, progress_bar
 from training.threads import MOST, SMALL, use_threads
-from training import threads as threads_module
 
 PROGRAMS = [
     *("poisson", "darcy", "lm", "tree_listops", "cross_modal", "uncertainty"),

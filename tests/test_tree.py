@@ -399,7 +399,7 @@ def test_a_linear_map_on_a_shared_tree_applies_to_ragged_trees(outputs: int) -> 
     got = ap.linear(Field(w, (Vector(outputs), tree)), Field(b, (Vector(outputs),)), x).tensor
     for i, xi in enumerate(xs):
         one = tree_field([xi], dtype=torch.float64)
-        want = torch.stack(
-            [ap.dot(Field(w[o : o + 1], (tree,)), one).tensor[0] for o in range(outputs)]
-        ) + b  # each output: counit (zip_with mul w_o x), on the pair's refinement
+        want = (
+            torch.stack([ap.dot(Field(w[o : o + 1], (tree,)), one).tensor[0] for o in range(outputs)]) + b
+        )  # each output: counit (zip_with mul w_o x), on the pair's refinement
         torch.testing.assert_close(got[i], want)

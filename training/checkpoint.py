@@ -153,8 +153,14 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
     meta = blob.get("meta", {})
     if not (
         isinstance(meta, dict)
-        and (not meta or (isinstance(meta.get("task"), str) and isinstance(meta.get("model"), str)
-                          and type(meta.get("version")) is int))
+        and (
+            not meta
+            or (
+                isinstance(meta.get("task"), str)
+                and isinstance(meta.get("model"), str)
+                and type(meta.get("version")) is int
+            )
+        )
     ):
         return f"its meta is {meta!r:.80}, expected a dict of the task's name, its model class and version"
     config = blob.get("config", {})

@@ -374,7 +374,11 @@ def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any
     if show and not (hasattr(stream, "isatty") and stream.isatty()):
         return Lines(total, initial, threads, stream)
     bar: Bar = tqdm(
-        total=total, initial=initial, disable=not show, desc=f"train [{threads.split(' (')[0]}]", dynamic_ncols=True,
+        total=total,
+        initial=initial,
+        disable=not show,
+        desc=f"train [{threads.split(' (')[0]}]",
+        dynamic_ncols=True,
         file=stream,
     )
     return bar

@@ -62,8 +62,11 @@ class TaskSpec(Generic[M]):
 
     def meta(self) -> dict[str, Any]:
         """The plain metadata a checkpoint of this task records."""
-        return {"task": self.name, "model": f"{self.model.__module__}.{self.model.__qualname__}",
-                "version": self.version}
+        return {
+            "task": self.name,
+            "model": f"{self.model.__module__}.{self.model.__qualname__}",
+            "version": self.version,
+        }
 
 
 def register(spec: TaskSpec[Any]) -> None:
@@ -112,9 +115,7 @@ def describe_meta(meta: dict[str, Any]) -> str:
     return f"task {meta.get('task')!r} ({model}, version {meta.get('version')})"
 
 
-def load(
-    run_dir: str | os.PathLike[str], device: torch.device | str = "cpu", *, task: str | None = None
-) -> nn.Module:
+def load(run_dir: str | os.PathLike[str], device: torch.device | str = "cpu", *, task: str | None = None) -> nn.Module:
     """The trained model in ``run_dir`` (the ``--out`` of a training program), ready and in eval mode.
 
     Args:

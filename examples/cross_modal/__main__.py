@@ -79,7 +79,10 @@ def _row(model: np.ndarray, refs: dict[str, np.ndarray]) -> dict[str, float]:
 
 def run(argv: list[str] | None) -> int:
     p = options.program(
-        "python -m examples.cross_modal", __doc__.split("\n")[0], PRESETS, cuda=False,
+        "python -m examples.cross_modal",
+        __doc__.split("\n")[0],
+        PRESETS,
+        cuda=False,
         out_help="run directory (default runs/cross_modal_TASK)",
     )
     p.add_argument("--task", choices=TASKS, default="points")

@@ -60,9 +60,7 @@ def run(argv: list[str] | None) -> int:
             f"corpus: {len(corpus.train)} train / {len(corpus.valid)} valid characters, {len(corpus.vocab)} "
             f"symbols; sha256 {corpus.sha256[:16]}; unigram baseline {unigram:.3f} bits/char"
         )
-        trained = train.train(
-            config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads
-        )
+        trained = train.train(config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads)
         if ranks.main:
             model = trained.model.eval()
             g = torch.Generator().manual_seed(config.seed)

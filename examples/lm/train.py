@@ -90,7 +90,6 @@ class LMTask(Optimised):
         return {**super().state_dict(), "vocab": self.corpus.vocab}
 
 
-
 def train(
     config: Config,
     corpus: Corpus,

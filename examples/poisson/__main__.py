@@ -78,7 +78,14 @@ def run(argv: list[str] | None) -> int:
             f"({time.perf_counter() - t0:.1f}s)"
         )
         trained = train.train(
-            config, splits, a.out, device, progress=not a.no_progress, ranks=ranks, compile=a.compile, amp=a.amp,
+            config,
+            splits,
+            a.out,
+            device,
+            progress=not a.no_progress,
+            ranks=ranks,
+            compile=a.compile,
+            amp=a.amp,
             threads=a.threads,
         )
         if not ranks.main:

@@ -99,7 +99,6 @@ class PoissonTask(Optimised):
         return {"held_out_rel_l2": float(errors(self.model, self.splits.test, self.device).mean())}
 
 
-
 def build(
     config: Config,
     splits: data.Splits,

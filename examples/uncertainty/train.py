@@ -69,7 +69,6 @@ class RegressionTask(Optimised):
             self.model.train()
 
 
-
 def train(
     name: str, model: nn.Module, config: Config, train: data.Split, test: data.Split, **options: Unpack[FitOptions]
 ) -> Trained[nn.Module]:

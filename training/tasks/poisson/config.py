@@ -119,8 +119,17 @@ WITH_LINEAR_PATH = Config(rank=12, out_modes=24, homogeneous=True, sources="mixe
 #: 5.0-7.0e-4 over seeds 0-2 on one thread, where 24000 steps gave 1.0e-3 and 1.5e-3 on seeds 0 and 1 (issue
 #: 17's measurements in docs/guides/funcformer.md)
 FUNCFORMER = WITH_LINEAR_PATH.replace(
-    rank=0, domain_modes=24, width=96, heads=12, key_size=24, value_size=24, online=True, odd=True,
-    batch=8, steps=30000, lr=5e-3,
+    rank=0,
+    domain_modes=24,
+    width=96,
+    heads=12,
+    key_size=24,
+    value_size=24,
+    online=True,
+    odd=True,
+    batch=8,
+    steps=30000,
+    lr=5e-3,
 )
 
 PRESETS: dict[str, Config] = {

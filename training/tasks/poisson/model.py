@@ -139,7 +139,11 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonMode
 
 #: the Poisson operator as :func:`training.load` knows it
 SPEC = registry.TaskSpec(
-    "poisson", 1, PoissonModel, lambda blob: PoissonModel(Config(**blob["config"])), "examples.poisson",
+    "poisson",
+    1,
+    PoissonModel,
+    lambda blob: PoissonModel(Config(**blob["config"])),
+    "examples.poisson",
     "a Poisson model",
 )
 

@@ -63,7 +63,6 @@ class Config(Checked):
     checkpoint_every: int = _at_least(100, 1)
 
 
-
 PRESETS: dict[str, Config] = {
     # under a minute to ~4 minutes per model on one CPU thread, by machine; test accuracy with torch 2.13 on a CPU:
     # tree-mean 57.35%, tree-sum 58.3%, vector 49.15%
