@@ -24,6 +24,7 @@ from ._layers import layer_norm
 from ._ring import REAL, Ring
 from ._structure import Pointwise, Structure
 from ._tensor import unflatten
+from ._vector import Vector
 
 I = TypeVar("I", bound=Structure)
 O = TypeVar("O", bound=Structure)
@@ -195,8 +196,17 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         x: Field[S, D],
         memory: Field[T, D] | None = None,
         normalise: Normalise | None = None,
+        position: tuple[Tensor, Tensor] | None = None,
     ) -> Field[S, D]:
-        """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``)."""
+        """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``).
+
+        ``position = (p, r)`` adds ``p_h(s) · r_h(t)`` to head ``h``'s score of query ``s`` against key ``t``
+        (before the normalisation's scale): fixed features appended to every head's queries and keys,
+        ``p`` broadcastable to ``(..., heads, |S|, e)`` and ``r`` to ``(..., heads, |T|, e)``, each stored
+        as its sequence is (Chebyshev coefficients along a Chebyshev ``S``). Positional biases take this
+        form, e.g. a Gaussian window ``-β (s - t)² = (2βs, β) · (t, -t²) - βs²`` (the last term is the
+        same for every key). Needs plain ``Vector`` keys.
+        """
         expect_field("MultiHeadAttention", x)
         if memory is not None:
             expect_field("MultiHeadAttention", memory, "memory")
@@ -225,14 +235,45 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         q = self._heads(tq, s_q, self.key)
         k = self._heads(tk, s_kv, self.key)
         v = self._heads(tv, s_kv, self.value)
+        if position is not None:
+            q, k = self._positioned(q, k, position)
         o = attention(normalise or self.normalise, q, k, v).tensor  # (..., h, n, gv)
         o = o.transpose(-2, -3).flatten(-2)  # (..., n, h * gv)
         return self.out_proj(Field.unchecked(o, (s_q, self.values), self.ring))  # type: ignore[arg-type]
+
+    def _positioned(
+        self, q: Field[Structure, Structure], k: Field[Structure, Structure], position: tuple[Tensor, Tensor]
+    ) -> tuple[Field[Structure, Structure], Field[Structure, Structure]]:
+        """``q``, ``k`` with the position features ``position = (p, r)`` appended to every head's keys."""
+        p, r = position
+        if self.key != Vector(self.key.size):
+            raise StructureError(
+                f"MultiHeadAttention: position features extend plain Vector keys, but the keys are {self.key!r}; "
+                "use key=Vector(n) or leave position out"
+            )
+        if p.ndim < 2 or r.ndim < 2 or p.shape[-1] != r.shape[-1]:
+            raise StructureError(
+                f"MultiHeadAttention: position features (p, r) need the same last size e, got shapes {tuple(p.shape)} "
+                f"and {tuple(r.shape)}; pass p (..., heads, |S|, e) and r (..., heads, |T|, e)"
+            )
+        e, out = p.shape[-1], []
+        for f, extra, name in ((q, p, "p"), (k, r, "r")):
+            t = f.tensor
+            try:
+                extra = extra.to(t).expand(*t.shape[:-1], e)
+            except RuntimeError:
+                raise StructureError(
+                    f"MultiHeadAttention: position feature {name} of shape {tuple(extra.shape)} does not broadcast "
+                    f"to the heads' {tuple(t.shape[:-1])} x e={e}; shape it (..., heads, positions, e)"
+                ) from None
+            out.append(Field.unchecked(torch.cat([t, extra], -1), (f.structures[0], Vector(t.shape[-1] + e)), f.ring))
+        return out[0], out[1]
 
     def __call__(
         self,
         x: Field[S, D],
         memory: Field[T, D] | None = None,
         normalise: Normalise | None = None,
+        position: tuple[Tensor, Tensor] | None = None,
     ) -> Field[S, D]:
-        return cast("Field[S, D]", super().__call__(x, memory, normalise))
+        return cast("Field[S, D]", super().__call__(x, memory, normalise, position))

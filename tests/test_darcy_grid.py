@@ -74,24 +74,39 @@ def _ln(x: torch.Tensor, norm: torch.nn.Module) -> torch.Tensor:
     return nnf.layer_norm(x, x.shape[-1:], norm.weight, norm.bias, norm.eps)  # type: ignore[arg-type]
 
 
-def _attend(mha: torch.nn.Module, q: torch.Tensor, mem: torch.Tensor, log_w: torch.Tensor, heads: int) -> torch.Tensor:
-    """Multi-head softmax attention written out: queries ``(..., n, R)`` at points, memory ``(..., P, R)``."""
+def _attend(
+    mha: torch.nn.Module, q: torch.Tensor, mem: torch.Tensor, log_w: torch.Tensor, heads: int, bias: torch.Tensor
+) -> torch.Tensor:
+    """Multi-head softmax attention written out: queries ``(..., n, R)`` at points, memory ``(..., P, R)``,
+    ``bias`` ``(heads, n, P)`` added to the scaled scores."""
     r = q.shape[-1]
     w, b = mha.in_proj_weight, mha.in_proj_bias
     qq = q @ w[:r].T + b[:r]
     k = mem @ w[r : 2 * r].T + b[r : 2 * r]
     v = mem @ w[2 * r :].T + b[2 * r :]
     split = lambda t: t.unflatten(-1, (heads, r // heads)).transpose(-2, -3)  # noqa: E731
-    s = split(qq) @ split(k).mT / math.sqrt(r // heads) + log_w
+    s = split(qq) @ split(k).mT / math.sqrt(r // heads) + log_w + bias
     o = (s.softmax(-1) @ split(v)).transpose(-2, -3).flatten(-2)
     return o @ mha.out_proj.weight.T + mha.out_proj.bias
 
 
-@pytest.mark.parametrize(("reader_heads", "heads"), [(0, 2), (1, 1), (4, 4)])
-def test_reader_against_a_plain_computation(reader_heads: int, heads: int) -> None:
-    """``reader_heads`` (``0``: the model's ``heads``) splits the reader's channels, the model's attention untouched."""
+@pytest.mark.parametrize(
+    ("reader_heads", "heads", "window"), [(0, 2, 0.0), (1, 1, 0.0), (4, 4, 0.0), (0, 2, 40.0), (4, 4, 160.0)]
+)
+def test_reader_against_a_plain_computation(reader_heads: int, heads: int, window: float) -> None:
+    """``reader_heads`` (``0``: the model's ``heads``) splits the reader's channels, the model's attention untouched;
+    ``window`` adds ``-β_h (t - s)²`` to head ``h``'s scores, ``β_h = window / 4^(heads - 1 - h)``."""
     torch.manual_seed(0)
-    config = Config(modes=5, width=8, heads=2, reader="grid", reader_heads=reader_heads, frequencies=3, dtype="float64")
+    config = Config(
+        modes=5,
+        width=8,
+        heads=2,
+        reader="grid",
+        reader_heads=reader_heads,
+        reader_window=window,
+        frequencies=3,
+        dtype="float64",
+    )
     reader = GridReader(config, DarcyModel(config).domain, torch.float64)
     p, n = 9, 5
     log_a = torch.randn(2, p, p, dtype=torch.float64)
@@ -100,19 +115,29 @@ def test_reader_against_a_plain_computation(reader_heads: int, heads: int) -> No
     t = points(n).numpy()
     vx = torch.from_numpy(C.chebvander(t, n - 1))  # values at the n first-kind points from coefficients
     log_w = trapezoid_weights(p).log()
+    beta = torch.tensor([window / 4.0**j for j in reversed(range(heads))], dtype=torch.float64)
+    s = np.linspace(-1, 1, p)
+    bias = -beta[:, None, None] * torch.from_numpy((t[:, None] - s[None, :]) ** 2)  # (heads, n, P)
     f = fourier(p, 3)
     tokens = torch.cat([log_a.mT[..., None], f.expand(2, p, p, 6)], -1)  # (b, P_y, P_x, 7)
     mem = _ln(tokens @ reader.embed.weight.T + reader.embed.bias, reader.norm_x)
     qx = vx @ reader.query_x  # (n, R) at the x points
-    h = qx + _attend(reader.attn_x, qx.expand(2, p, n, 8), mem, log_w, heads)  # (b, P_y, n_x, R) values
+    h = qx + _attend(reader.attn_x, qx.expand(2, p, n, 8), mem, log_w, heads, bias)  # (b, P_y, n_x, R) values
     mem = _ln(h.transpose(-2, -3) + f @ reader.position.weight.T + reader.position.bias, reader.norm_y)
     qy = vx @ reader.query_y
-    g = qy + _attend(reader.attn_y, qy.expand(2, n, n, 8), mem, log_w, heads)  # (b, n_x, n_y, R) values
+    g = qy + _attend(reader.attn_y, qy.expand(2, n, n, 8), mem, log_w, heads, bias)  # (b, n_x, n_y, R) values
     inv = torch.linalg.inv(vx)
     coef = torch.einsum("ki,lj,bijr->bklr", inv, inv, g)  # values at the tensor points -> coefficients
     want = coef.flatten(1, 2) @ reader.lift.weight.T
     want[:, 0] += reader.lift.bias  # a bias on a function is the constant function: T_0(x) T_0(y) only
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_reader_window_needs_the_grid_readers_softmax() -> None:
+    with pytest.raises(ConfigError, match=r"reader_window=40.0, reader=interpolant.* set reader=grid"):
+        Config(reader_window=40.0)
+    with pytest.raises(ConfigError, match=r"reader_normalise=linear: the window weights the grid reader's softmax"):
+        Config(reader="grid", reader_window=40.0, reader_normalise="linear")
 
 
 def test_reader_heads_must_divide_the_readers_channels() -> None:

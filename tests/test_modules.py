@@ -96,3 +96,47 @@ def test_torch_compile_traces_the_generic_model() -> None:
     (g,) = torch.autograd.grad(y.sum(), x)
     (g_ref,) = torch.autograd.grad(run(x).sum(), x)
     torch.testing.assert_close(g, g_ref)
+
+
+@pytest.mark.parametrize("normalise", ["softmax", "linear"])
+def test_position_features_add_their_product_to_each_heads_scores(normalise: str) -> None:
+    """``position = (p, r)``: head ``h`` scores ``q_h · k_h + p_h · r_h``, written out in plain torch."""
+    import math
+
+    from applicative import LinearAttention, MultiHeadAttention, ScaledSoftmax
+
+    torch.manual_seed(0)
+    d, heads, nq, nk = 8, 2, 5, 7
+    dh, scale = d // heads, 1 / math.sqrt(d // heads)
+    norm = ScaledSoftmax(scale) if normalise == "softmax" else LinearAttention(scale)
+    mha = MultiHeadAttention(Vector(d), Vector(dh), Vector(dh), heads, norm, dtype=torch.float64)
+    x, mem = torch.randn(3, nq, d, dtype=torch.float64), torch.randn(3, nk, d, dtype=torch.float64)
+    p, r = torch.randn(heads, nq, 2, dtype=torch.float64), torch.randn(nk, 2, dtype=torch.float64)
+    got = mha(Field(x, (Vector(nq), Vector(d))), Field(mem, (Vector(nk), Vector(d))), position=(p, r)).tensor
+    w, b = mha.in_proj_weight, mha.in_proj_bias
+    assert b is not None
+    q, k, v = x @ w[:d].T + b[:d], mem @ w[d : 2 * d].T + b[d : 2 * d], mem @ w[2 * d :].T + b[2 * d :]
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.unflatten(-1, (heads, dh)).transpose(-2, -3)
+
+    s = (split(q) @ split(k).mT + p @ r.mT) * scale
+    weights = s.softmax(-1) if normalise == "softmax" else s  # a Vector's measure counts its positions
+    o = (weights @ split(v)).transpose(-2, -3).flatten(-2)
+    want = o @ mha.out_proj.weight.T + mha.out_proj.bias
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_position_features_need_vector_keys_and_matching_sizes() -> None:
+    from applicative import MultiHeadAttention, StructureError
+    from instances import Chebyshev
+
+    x = Field(torch.randn(2, 5, 8), (Vector(5), Vector(8)))
+    mha = MultiHeadAttention(Vector(8), Vector(4), Vector(4), 2)
+    with pytest.raises(StructureError, match=r"need the same last size e, got shapes \(2, 5, 2\) and \(5, 3\)"):
+        mha(x, position=(torch.zeros(2, 5, 2), torch.zeros(5, 3)))
+    with pytest.raises(StructureError, match=r"position feature p of shape \(3, 5, 2\) does not broadcast"):
+        mha(x, position=(torch.zeros(3, 5, 2), torch.zeros(5, 2)))
+    cheb = MultiHeadAttention(Vector(8), Chebyshev(4), Chebyshev(4), 2)
+    with pytest.raises(StructureError, match=r"extend plain Vector keys, but the keys are Chebyshev\(4\)"):
+        cheb(x, position=(torch.zeros(5, 2), torch.zeros(5, 2)))

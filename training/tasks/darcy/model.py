@@ -139,8 +139,14 @@ class GridReader(nn.Module):
        readings (plus Fourier features of ``y_j``) along the grid's column.
 
     Each is one fused SDPA call with bias ``log w``; the readings are stored back as Chebyshev coefficients.
+    With ``reader_window = β > 0`` head ``h`` of ``H`` also scores ``-β_h (t - s)²`` between a query at ``t`` and a
+    token at ``s`` (``β_h = β / 4^(H-1-h)``, fixed, as ALiBi fixes its slopes): each head reads near its query
+    from the first step, at widths ``1/sqrt(2β_h)`` down to about a grid cell, which learned Fourier features of
+    eight frequencies cannot resolve (measured in the Funcformer guide).
     Any ``P`` is read with the same weights (the measure makes it the same integral, sampled more densely).
     """
+
+    betas: Tensor
 
     def __init__(self, config: Config, domain: Pairs, dtype: torch.dtype) -> None:
         super().__init__()
@@ -160,6 +166,21 @@ class GridReader(nn.Module):
         self.query_x = nn.Parameter(0.1 * torch.randn(domain.a.size, r.size, dtype=dtype))
         self.query_y = nn.Parameter(0.1 * torch.randn(domain.b.size, r.size, dtype=dtype))
         self.lift: Linear[Vector, Vector] = Linear(r, d, dtype=dtype)
+        w = config.reader_window  # ALiBi-like fixed widths: the narrowest head's β, each other head's 4x wider
+        betas = [w / 4.0**j for j in reversed(range(heads))] if w > 0 else []
+        self.register_buffer("betas", torch.tensor(betas, dtype=dtype), persistent=False)  # from the config
+
+    def window(self, n: int, p: int, like: Tensor) -> tuple[Tensor, Tensor] | None:
+        """Head ``h``'s Gaussian window ``-β_h (t - s)²`` between a query at ``t`` (a series of ``n`` terms) and the
+        token at ``s`` (``p`` uniform nodes of ``[-1, 1]``), as position features ``(2β_h t, β_h) · (s, -s²)``
+        (:meth:`~applicative.MultiHeadAttention.forward`); ``None`` without a window."""
+        if not len(self.betas):
+            return None
+        beta = self.betas.to(like.dtype) / self.attn_x.normalise.scale
+        query = like.new_zeros(len(self.betas), n, 2)  # Chebyshev coefficients in t: 2β T_1 and β T_0
+        query[:, 1, 0], query[:, 0, 1] = 2 * beta, beta
+        s = torch.linspace(-1, 1, p, dtype=like.dtype, device=like.device)
+        return query, torch.stack([s, -s * s], -1)
 
     def forward(self, log_a: Tensor) -> Field[Pairs, Vector]:
         """``log_a`` ``(batch, P, P)`` (standardised; ``[b, i, j]`` at ``(x_i, y_j)``) -> ``(batch, n², width)``
@@ -171,13 +192,13 @@ class GridReader(nn.Module):
         tokens = Field(grid.line_tokens(log_a.mT, self.frequencies), (line, self.embed.inp))
         memory = self.norm_x(self.embed(tokens))
         q = Field(self.query_x.expand(b, p, nx, r.size), (self.domain.a, r))
-        h = add(q, self.attn_x(q, memory)).tensor  # (b, P_y, n_x, R): coefficients along x
+        h = add(q, self.attn_x(q, memory, position=self.window(nx, p, log_a))).tensor  # (b, P_y, n_x, R): along x
         # 2. along y, at each Chebyshev point x_k: keys (b, n_x, P_y, R)
         h = self.domain.a.positions(h, -2).transpose(-2, -3)
         fy = grid.fourier(p, self.frequencies, h.dtype, h.device)
         memory = self.norm_y(add(Field(h, (line, r)), self.position(Field(fy, (line, self.position.inp)))))
         q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain.b, r))
-        g = add(q, self.attn_y(q, memory)).tensor  # (b, n_x points, n_y coefficients, R)
+        g = add(q, self.attn_y(q, memory, position=self.window(ny, p, log_a))).tensor  # (b, n_x points, n_y, R)
         c = self.domain.a.stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
         return self.lift(Field(c, (self.domain, r)))
 
