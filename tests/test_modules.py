@@ -1,11 +1,13 @@
 """nn.Module behaviour of the generic models: torch.nn.Transformer equivalence, causality,
 state_dict, dtype/device moves and torch.compile."""
 
+import math
+
 import pytest
 import torch
 
-from applicative import Field
-from instances import Vector
+from applicative import Field, LinearAttention, MultiHeadAttention, ScaledSoftmax, StructureError
+from instances import Chebyshev, Vector
 from models import DecoderLayer, EncoderDecoder, EncoderLayer, decoder, encoder
 
 
@@ -101,10 +103,6 @@ def test_torch_compile_traces_the_generic_model() -> None:
 @pytest.mark.parametrize("normalise", ["softmax", "linear"])
 def test_position_features_add_their_product_to_each_heads_scores(normalise: str) -> None:
     """``position = (p, r)``: head ``h`` scores ``q_h · k_h + p_h · r_h``, written out in plain torch."""
-    import math
-
-    from applicative import LinearAttention, MultiHeadAttention, ScaledSoftmax
-
     torch.manual_seed(0)
     d, heads, nq, nk = 8, 2, 5, 7
     dh, scale = d // heads, 1 / math.sqrt(d // heads)
@@ -128,9 +126,6 @@ def test_position_features_add_their_product_to_each_heads_scores(normalise: str
 
 
 def test_position_features_need_vector_keys_and_matching_sizes() -> None:
-    from applicative import MultiHeadAttention, StructureError
-    from instances import Chebyshev
-
     x = Field(torch.randn(2, 5, 8), (Vector(5), Vector(8)))
     mha = MultiHeadAttention(Vector(8), Vector(4), Vector(4), 2)
     with pytest.raises(StructureError, match=r"need the same last size e, got shapes \(2, 5, 2\) and \(5, 3\)"):
