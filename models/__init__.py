@@ -3,7 +3,17 @@
 from .crossmodal import CrossModal, CrossModalConfig
 from .dagfold import DAGFold
 from .diagram import Diagram, diagram, render
-from .funcformer import Funcformer, FuncformerConfig, SeparableLinear, funcformer, odd_part, unit_scaled
+from .funcformer import (
+    Funcformer,
+    FuncformerConfig,
+    SeparableLinear,
+    funcformer,
+    gaussian_window,
+    odd_part,
+    unit_scaled,
+    window_queries,
+    window_slopes,
+)
 from .ipa import IPAColumn, IPALayer, IPARow
 from .rnn import RNNCell, scan
 from .transformer import (
@@ -66,6 +76,7 @@ __all__ = [
     "fit_lbfgs",
     "fit_least_squares",
     "funcformer",
+    "gaussian_window",
     "head_structure",
     "log_loss",
     "odd_part",
@@ -77,4 +88,6 @@ __all__ = [
     "treeformer",
     "unit_scaled",
     "weight_norm2",
+    "window_queries",
+    "window_slopes",
 ]

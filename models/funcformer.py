@@ -50,7 +50,7 @@ from typing import Generic, TypeVar, TypeVarTuple, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Normalise, Structure, add, expect_field, mul_mmt
+from applicative import Field, Normalise, ScaledSoftmax, Structure, StructureError, add, expect_field, mul_mmt
 from instances import Chebyshev, Vector
 
 from .transformer import EncoderLayer, Transformer
@@ -79,6 +79,9 @@ class FuncformerConfig:
         key, value: the per-head query/key and value structures (default: the model structure split into
             ``heads``). Attention's rank along the sequence is at most the key size per head, so a linear
             operator on ``n`` positions wants keys of ``n`` per head.
+        window: locality along the sequence: head ``h`` of ``heads`` adds ``-β_h (t - s)²`` to its score of a key
+            at ``s`` for a query at ``t``, ``β_h = window / 4^(heads-1-h)`` (:func:`window_slopes`,
+            :func:`gaussian_window`); ``0``: none. Needs a Chebyshev sequence and the faithful softmax.
     """
 
     heads: int = 4
@@ -91,6 +94,34 @@ class FuncformerConfig:
     activation: Callable[[Tensor], Tensor] = field(default=torch.relu)
     key: Structure | None = None
     value: Structure | None = None
+    window: float = 0.0
+
+
+def window_slopes(window: float, heads: int) -> list[float]:
+    """``β_h = window / 4^(H-1-h)`` for head ``h`` of ``H``: the last head the narrowest, each other 4x wider
+    (fixed, as ALiBi fixes its slopes); none for ``window = 0``."""
+    return [window / 4.0**j for j in reversed(range(heads))] if window > 0 else []
+
+
+def window_queries(betas: Tensor, n: int) -> Tensor:
+    """``(H, n, 2)``: the Chebyshev series ``(2β_h t, β_h)`` of ``n ≥ 2`` terms, :func:`gaussian_window`'s queries."""
+    q = betas.new_zeros(len(betas), n, 2)
+    q[:, 1, 0], q[:, 0, 1] = 2 * betas, betas
+    return q
+
+
+def gaussian_window(betas: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    r"""Head ``h``'s Gaussian window :math:`-\beta_h (t - s)^2` along a Chebyshev sequence of ``n ≥ 3`` terms, as
+    position features ``(p, r)`` for :meth:`~applicative.MultiHeadAttention.forward`.
+
+    :math:`-\beta (t - s)^2 = (2\beta t, \beta) \cdot (s, -s^2) - \beta t^2`, and the last term is the same for every
+    key, so a softmax over the keys never sees it. Both sides are exact series: ``p`` ``(H, n, 2)`` holds
+    ``(2β_h T_1, β_h T_0)``, ``r`` ``(1, n, 2)`` holds ``(T_1, -(T_0 + T_2) / 2)``. Divide ``betas`` by the
+    attention's score scale first: the features join the scores before it.
+    """
+    r = betas.new_zeros(1, n, 2)
+    r[0, 1, 0], r[0, 0, 1], r[0, 2, 1] = 1.0, -0.5, -0.5
+    return window_queries(betas, n), r
 
 
 class Funcformer(nn.Module, Generic[X, Y, D]):
@@ -103,6 +134,9 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         hidden: the MLP's hidden structure.
         config: the remaining hyper-parameters.
     """
+
+    window_p: Tensor | None
+    window_r: Tensor | None
 
     def __init__(
         self,
@@ -139,6 +173,9 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             if config.positional
             else None
         )
+        p, r = _window_features(sequence, config, layers[0].self_attn.normalise, dtype, device)
+        self.register_buffer("window_p", p, persistent=False)  # from the config, not learned
+        self.register_buffer("window_r", r, persistent=False)
 
     @property
     def position_field(self) -> Field[X, D] | None:
@@ -153,14 +190,39 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         p = self.position_field
         if p is not None:
             h = add(h, Field(p.tensor.expand_as(h.tensor), p.axes))
+        position = None if self.window_p is None else (self.window_p, self.window_r)
         for layer in t.layers:
-            h = layer(h)
+            h = layer(h) if position is None else layer(h, position)
         if t.norm is not None:
             h = t.norm(h)
         return mul_mmt(t.unembed.weight_field, h)
 
     def __call__(self, u: Field[X, Y]) -> Field[X, Y]:
         return cast("Field[X, Y]", super().__call__(u))
+
+
+def _window_features(
+    sequence: Structure,
+    config: FuncformerConfig,
+    normalise: Normalise,
+    dtype: torch.dtype | None,
+    device: torch.device | str | None,
+) -> tuple[Tensor | None, Tensor | None]:
+    """:func:`gaussian_window` for ``config.window``, scaled for ``normalise``; ``(None, None)`` without one."""
+    if config.window <= 0:
+        return None, None
+    if not isinstance(sequence, Chebyshev) or sequence.size < 3:
+        raise StructureError(
+            f"FuncformerConfig.window={config.window}: the window is a function of the sequence's coordinate "
+            f"t in [-1, 1], so it needs a Chebyshev sequence of at least 3 terms, got {sequence!r}; use window=0"
+        )
+    if not isinstance(normalise, ScaledSoftmax):
+        raise StructureError(
+            f"FuncformerConfig.window={config.window}: the window weights a softmax, got {normalise!r}; "
+            "use normalise=ScaledSoftmax(...) (or None) or window=0"
+        )
+    betas = torch.tensor(window_slopes(config.window, config.heads), dtype=dtype, device=device)
+    return gaussian_window(betas / normalise.scale, sequence.size)
 
 
 class SeparableLinear(nn.Module):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar, cast
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from applicative import (
     CausalSoftmax,
@@ -168,13 +168,15 @@ class EncoderLayer(_Layer[D]):
             device=device,
         )
 
-    def forward(self, x: Field[S, D]) -> Field[S, D]:
+    def forward(self, x: Field[S, D], position: tuple[Tensor, Tensor] | None = None) -> Field[S, D]:
+        """``position``: fixed features ``(p, r)`` whose product joins every head's scores
+        (:meth:`~applicative.MultiHeadAttention.forward`), e.g. :func:`models.funcformer.gaussian_window`."""
         expect_field("EncoderLayer", x)
-        x = self.block(1, x, lambda y: self.self_attn(y))
+        x = self.block(1, x, lambda y: self.self_attn(y, position=position))
         return self.block(2, x, self.feed_forward)
 
-    def __call__(self, x: Field[S, D]) -> Field[S, D]:
-        return cast("Field[S, D]", super().__call__(x))
+    def __call__(self, x: Field[S, D], position: tuple[Tensor, Tensor] | None = None) -> Field[S, D]:
+        return cast("Field[S, D]", super().__call__(x, position))
 
 
 class DecoderLayer(_Layer[D]):

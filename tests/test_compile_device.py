@@ -57,7 +57,7 @@ class Y(Chebyshev):
 def test_the_darcy_model_builds_its_constants_where_it_runs(sequence: str) -> None:
     cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
     cfg = cfg.replace(reader_window=40.0)  # the window's position features are built where they are used
-    cfg = cfg.replace(channels=2 if sequence == "x" else 1)
+    cfg = cfg.replace(channels=2 if sequence == "x" else 1, window=40.0 if sequence == "x" else 0.0)
     model = DarcyModel(cfg).to(META)
     x = torch.randn(3, cfg.points, cfg.points, device=META)
 
@@ -68,9 +68,9 @@ def test_the_darcy_model_builds_its_constants_where_it_runs(sequence: str) -> No
     assert _cpu_nodes(run, model) == []
 
 
-@pytest.mark.parametrize("model", [Vector(8), Chebyshev(5)])
-def test_the_funcformer_builds_its_constants_where_it_runs(model: Vector | Chebyshev) -> None:
-    net = Funcformer(X(12), Y(9), model, Vector(16), FuncformerConfig(heads=1, depth=1)).to(META)
+@pytest.mark.parametrize(("model", "window"), [(Vector(8), 0.0), (Chebyshev(5), 0.0), (Vector(8), 10.0)])
+def test_the_funcformer_builds_its_constants_where_it_runs(model: Vector | Chebyshev, window: float) -> None:
+    net = Funcformer(X(12), Y(9), model, Vector(16), FuncformerConfig(heads=1, depth=1, window=window)).to(META)
     u = torch.randn(2, 12, 9, device=META)
 
     def run(m: Callable[..., Tensor]) -> Tensor:

@@ -133,6 +133,13 @@ def test_reader_against_a_plain_computation(reader_heads: int, heads: int, windo
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
 
 
+def test_the_funcformers_window_needs_its_softmax_along_x() -> None:
+    with pytest.raises(ConfigError, match=r"window=40.0, sequence=xy, .* set sequence=x and normalise=softmax"):
+        Config(reader="grid", sequence="xy", window=40.0)
+    with pytest.raises(ConfigError, match=r"window=40.0, sequence=x, normalise=linear: the window weights"):
+        Config(normalise="linear", window=40.0)
+
+
 def test_a_reader_window_needs_the_grid_readers_softmax() -> None:
     with pytest.raises(ConfigError, match=r"reader_window=40.0, reader=interpolant.* set reader=grid"):
         Config(reader_window=40.0)

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as nnf
 
-from applicative import Field, LinearAttention, Normalise, ScaledSoftmax
+from applicative import Field, LinearAttention, Normalise, ScaledSoftmax, StructureError
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from models import Funcformer, FuncformerConfig
 
@@ -87,17 +87,22 @@ def _at_points(f, z: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     return np.linalg.solve(v, f(v @ z))
 
 
-@pytest.mark.parametrize("kind", ["faithful", "coefficient", "linear"])
+@pytest.mark.parametrize("kind", ["faithful", "window", "coefficient", "linear"])
 def test_one_layer_matches_hand_written_reference(kind: str) -> None:
+    """``window``: the faithful softmax with ``-β_h (x - t)²`` added to head ``h``'s scores, ``β = (3, 12)``."""
     torch.manual_seed(0)
     nx, ny, d, hid, heads = 6, 5, 8, 12, 2
     dk = d // heads
     normalise = {
         "faithful": ScaledSoftmax(1 / math.sqrt(dk)),
+        "window": ScaledSoftmax(1 / math.sqrt(dk)),
         "coefficient": CoefficientSoftmax(1 / math.sqrt(dk)),
         "linear": LinearAttention(1 / math.sqrt(dk)),
     }[kind]
-    cfg = FuncformerConfig(heads=heads, depth=1, normalise=normalise, final_norm=True)
+    window = 12.0 if kind == "window" else 0.0
+    beta = [3.0, 12.0]
+    xq = np.cos(np.pi * (np.arange(nx) + 0.5) / nx)  # the query points, in _points' order
+    cfg = FuncformerConfig(heads=heads, depth=1, normalise=normalise, final_norm=True, window=window)
     net = Funcformer(X(nx), Y(ny), Vector(d), Vector(hid), cfg, dtype=torch.float64)
     with torch.no_grad():
         for p in net.parameters():
@@ -128,11 +133,18 @@ def test_one_layer_matches_hand_written_reference(kind: str) -> None:
         for hh in range(heads):
             sl = slice(hh * dk, (hh + 1) * dk)
 
-            def attend(qv: np.ndarray, sl: slice = sl, k: np.ndarray = k, v: np.ndarray = v) -> np.ndarray:
+            def attend(
+                qv: np.ndarray, sl: slice = sl, k: np.ndarray = k, v: np.ndarray = v, b: float = beta[hh]
+            ) -> np.ndarray:
                 # queries at the points x_j; keys and values stay functions of t (coefficients)
                 s = (qv[:, sl] @ k[:, sl].T) / math.sqrt(dk)  # (point j, key coefficient)
                 if kind == "faithful":  # the fused lowering: the quadrature of the faithful softmax
                     return _quadrature_attend(lambda t: qv[:, sl] @ C.chebval(t, k[:, sl]) / math.sqrt(dk), v[:, sl])
+                if kind == "window":
+                    return _quadrature_attend(
+                        lambda t: qv[:, sl] @ C.chebval(t, k[:, sl]) / math.sqrt(dk) - b * (xq[:, None] - t) ** 2,
+                        v[:, sl],
+                    )
                 if kind == "coefficient":
                     att = np.exp(s - s.max(1, keepdims=True))
                     att /= att.sum(1, keepdims=True)
@@ -186,3 +198,12 @@ def test_without_positions_it_is_the_generic_transformer() -> None:
     net = Funcformer(X(6), Y(6), Chebyshev(4), Vector(8), FuncformerConfig(heads=1, depth=2, positional=False))
     u = Field(torch.randn(2, 6, 6), (X(6), Y(6)))
     torch.testing.assert_close(net(u).tensor, net.transformer(u).tensor, rtol=0, atol=0)
+
+
+def test_a_window_needs_a_chebyshev_sequence_and_the_faithful_softmax() -> None:
+    with pytest.raises(StructureError, match=r"window=4.0: .* needs a Chebyshev sequence of at least 3 terms"):
+        Funcformer(Vector(6), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, window=4.0))
+    with pytest.raises(StructureError, match=r"window=4.0: the window weights a softmax, got LinearAttention"):
+        Funcformer(
+            X(6), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, normalise=LinearAttention(0.5), window=4.0)
+        )

@@ -49,6 +49,9 @@ class Config(Checked):
         reader_window: the grid reader's locality: head ``h`` of ``H`` adds ``-β_h (t - s)²`` to the score of a query
             at ``t`` against a token at ``s`` (coordinates in ``[-1, 1]``), ``β_h = reader_window / 4^(H-1-h)``
             (``0``: no window; :class:`~training.tasks.darcy.model.GridReader`).
+        window: the Funcformer's own locality along ``x`` (``sequence="x"``): head ``h`` of ``H`` adds
+            ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)`` (``0``: none;
+            :attr:`models.FuncformerConfig.window`).
         frequencies: Fourier features per axis of a grid token's coordinates (``reader="grid"``).
         channels: how many functions of ``(x, y)`` the grid reader hands the 1D Funcformer (``reader="grid"``,
             ``sequence="x"``): its features at each ``x`` are then ``Pairs(Y, Vector(channels))``, ``channels``
@@ -92,6 +95,7 @@ class Config(Checked):
     reader_width: int = at_least(0, 0)
     reader_heads: int = at_least(0, 0)
     reader_window: float = at_least(0.0, 0.0)
+    window: float = at_least(0.0, 0.0)
     frequencies: int = at_least(8, 0)
     channels: int = at_least(1, 1)
     homogeneous: bool = False
@@ -132,6 +136,11 @@ def _consistent(c: Config) -> str | None:
             f"config fields reader_window={c.reader_window}, reader={c.reader}, reader_normalise={c.reader_normalise}: "
             "the window weights the grid reader's softmax; set reader=grid and reader_normalise=softmax, or "
             "reader_window=0"
+        )
+    if c.window > 0 and (c.sequence != "x" or c.normalise != "softmax"):
+        return (
+            f"config fields window={c.window}, sequence={c.sequence}, normalise={c.normalise}: the window weights the "
+            "Funcformer's softmax along x; set sequence=x and normalise=softmax, or window=0"
         )
     if c.homogeneous and c.reader != "grid":
         return (

@@ -63,7 +63,7 @@ from applicative import (
 )
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
-from models.funcformer import Funcformer, FuncformerConfig
+from models.funcformer import Funcformer, FuncformerConfig, window_queries, window_slopes
 from models.transformer import EncoderLayer
 from training import registry
 
@@ -166,8 +166,7 @@ class GridReader(nn.Module):
         self.query_x = nn.Parameter(0.1 * torch.randn(domain.a.size, r.size, dtype=dtype))
         self.query_y = nn.Parameter(0.1 * torch.randn(domain.b.size, r.size, dtype=dtype))
         self.lift: Linear[Vector, Vector] = Linear(r, d, dtype=dtype)
-        w = config.reader_window  # ALiBi-like fixed widths: the narrowest head's β, each other head's 4x wider
-        betas = [w / 4.0**j for j in reversed(range(heads))] if w > 0 else []
+        betas = window_slopes(config.reader_window, heads)
         self.register_buffer("betas", torch.tensor(betas, dtype=dtype), persistent=False)  # from the config
 
     def window(self, n: int, p: int, like: Tensor) -> tuple[Tensor, Tensor] | None:
@@ -176,11 +175,9 @@ class GridReader(nn.Module):
         (:meth:`~applicative.MultiHeadAttention.forward`); ``None`` without a window."""
         if not len(self.betas):
             return None
-        beta = self.betas.to(like.dtype) / self.attn_x.normalise.scale
-        query = like.new_zeros(len(self.betas), n, 2)  # Chebyshev coefficients in t: 2β T_1 and β T_0
-        query[:, 1, 0], query[:, 0, 1] = 2 * beta, beta
+        query = window_queries(self.betas.to(like.dtype) / self.attn_x.normalise.scale, n)
         s = torch.linspace(-1, 1, p, dtype=like.dtype, device=like.device)
-        return query, torch.stack([s, -s * s], -1)
+        return query, torch.stack([s, -s * s], -1)  # the keys' (s, -s²) at the nodes
 
     def forward(self, log_a: Tensor) -> Field[Pairs, Vector]:
         """``log_a`` ``(batch, P, P)`` (standardised; ``[b, i, j]`` at ``(x_i, y_j)``) -> ``(batch, n², width)``
@@ -236,7 +233,13 @@ class DarcyModel(nn.Module):
         self.layers = nn.ModuleList()
         self.out: Linear[Vector, Vector] | None = None
         if config.sequence == "x":
-            cfg = FuncformerConfig(heads=config.heads, depth=config.depth, normalise=_normalise(config), eps=config.eps)
+            cfg = FuncformerConfig(
+                heads=config.heads,
+                depth=config.depth,
+                normalise=_normalise(config),
+                eps=config.eps,
+                window=config.window,
+            )
             c = Vector(config.channels)
             features: Y | Pairs = self.y if c.size == 1 else Pairs(self.y, c)
             self.net = Funcformer(self.x, features, d, Vector(config.hidden), cfg, dtype=self.dtype)
