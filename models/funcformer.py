@@ -50,7 +50,7 @@ from typing import Generic, TypeVar, TypeVarTuple, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Normalise, ScaledSoftmax, Structure, StructureError, add, expect_field, mul_mmt
+from applicative import Field, Normalise, Structure, StructureError, add, expect_field, mul_mmt
 from instances import Chebyshev, Vector
 
 from .transformer import EncoderLayer, Transformer
@@ -216,10 +216,10 @@ def _window_features(
             f"FuncformerConfig.window={config.window}: the window is a function of the sequence's coordinate "
             f"t in [-1, 1], so it needs a Chebyshev sequence of at least 3 terms, got {sequence!r}; use window=0"
         )
-    if not isinstance(normalise, ScaledSoftmax):
+    if "has_exp" not in normalise.needs or not normalise.lowers():  # capabilities: e^score over the keys' points
         raise StructureError(
-            f"FuncformerConfig.window={config.window}: the window weights a softmax, got {normalise!r}; "
-            "use normalise=ScaledSoftmax(...) (or None) or window=0"
+            f"FuncformerConfig.window={config.window}: the window is a weight e^(-β(t-s)²) on a softmax over the "
+            f"sequence's points, got {normalise!r}; use normalise=ScaledSoftmax(...) (or None) or window=0"
         )
     betas = torch.tensor(window_slopes(config.window, config.heads), dtype=dtype, device=device)
     return gaussian_window(betas / normalise.scale, sequence.size)
