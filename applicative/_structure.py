@@ -87,8 +87,8 @@ class Structure:
     law checker checks the override against the derived and the generic definitions.
 
     Capabilities (DESIGN §5) are declared, not assumed: :attr:`ordered` (causal
-    masks), :meth:`split` (attention heads), and the rings a structure supports
-    (:meth:`check_ring`). Each raises a :class:`StructureError` naming the
+    masks), :meth:`split` (attention heads), :meth:`coordinates` (positions on ``[-1, 1]``), and the
+    rings a structure supports (:meth:`check_ring`). Each raises a :class:`StructureError` naming the
     structure and the capability. Check yours with ``python -m applicative.laws``.
 
     A seven-line example (a periodic grid with the uniform measure)::
@@ -276,6 +276,17 @@ class Structure:
         raise StructureError(
             f"{self!r} cannot be split into {heads} heads (it declares no split); "
             "pass key= and value= structures for each head, or use heads=1"
+        )
+
+    def coordinates(
+        self, dtype: torch.dtype, device: torch.device | str | None = None, points: int | None = None
+    ) -> Tensor:
+        """The coordinate ``t`` in ``[-1, 1]`` of each of the ``points`` (default ``size``) positions where
+        :meth:`positions` evaluates: ``(points,)`` (capability: positions on an interval, e.g. for a window on the
+        distance ``t - s``)."""
+        raise StructureError(
+            f"{self!r} declares no coordinates (capability `coordinates`: where on [-1, 1] its positions lie); "
+            "override coordinates() on the structure, or use one that has them (Chebyshev)"
         )
 
     def stack(self, copies: int) -> Structure:

@@ -79,6 +79,7 @@ from ._chebtransform import (
     values,
     vandermonde,
 )
+from ._chebtransform import points as _points
 
 __all__ = [
     "Chebyshev",
@@ -157,6 +158,12 @@ class Chebyshev(Sized):
     def points(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
         """The ``n`` first-kind Chebyshev points, increasing; shape ``(n,)``."""
         return points(self.size, dtype, device)
+
+    def coordinates(
+        self, dtype: torch.dtype, device: torch.device | str | None = None, points: int | None = None
+    ) -> Tensor:
+        """Capability: the positions are first-kind Chebyshev points (:meth:`points` for the default ``n``)."""
+        return _points(self.size if points is None else points, dtype, device)
 
     def values(self, c: Tensor, dim: int = -1, points: int | None = None) -> Tensor:
         """Coefficients -> values at ``points`` (default ``n``) first-kind points along ``dim``."""

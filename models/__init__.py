@@ -11,6 +11,7 @@ from .funcformer import (
     gaussian_window,
     odd_part,
     unit_scaled,
+    window_keys,
     window_queries,
     window_slopes,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "treeformer",
     "unit_scaled",
     "weight_norm2",
+    "window_keys",
     "window_queries",
     "window_slopes",
 ]

@@ -81,7 +81,8 @@ class FuncformerConfig:
             operator on ``n`` positions wants keys of ``n`` per head.
         window: locality along the sequence: head ``h`` of ``heads`` adds ``-β_h (t - s)²`` to its score of a key
             at ``s`` for a query at ``t``, ``β_h = window / 4^(heads-1-h)`` (:func:`window_slopes`,
-            :func:`gaussian_window`); ``0``: none. Needs a Chebyshev sequence and the faithful softmax.
+            :func:`gaussian_window`); ``0``: none. Needs a sequence with coordinates that holds ``t²`` (a
+            Chebyshev series of at least 3 terms) and the faithful softmax.
     """
 
     heads: int = 4
@@ -103,25 +104,32 @@ def window_slopes(window: float, heads: int) -> list[float]:
     return [window / 4.0**j for j in reversed(range(heads))] if window > 0 else []
 
 
-def window_queries(betas: Tensor, n: int) -> Tensor:
-    """``(H, n, 2)``: the Chebyshev series ``(2β_h t, β_h)`` of ``n ≥ 2`` terms, :func:`gaussian_window`'s queries."""
-    q = betas.new_zeros(len(betas), n, 2)
-    q[:, 1, 0], q[:, 0, 1] = 2 * betas, betas
-    return q
+def window_queries(betas: Tensor, queries: Structure) -> Tensor:
+    """``(H, |queries|, 2)``: ``(2β_h t, β_h)`` stored on ``queries`` (its coordinates ``t``), :func:`gaussian_window`'s
+    query side."""
+    t = queries.coordinates(betas.dtype, betas.device)
+    return queries.stored(betas[:, None, None] * torch.stack([2 * t, torch.ones_like(t)], -1), -2)
 
 
-def gaussian_window(betas: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    r"""Head ``h``'s Gaussian window :math:`-\beta_h (t - s)^2` along a Chebyshev sequence of ``n ≥ 3`` terms, as
-    position features ``(p, r)`` for :meth:`~applicative.MultiHeadAttention.forward`.
+def window_keys(keys: Structure, dtype: torch.dtype, device: torch.device | str | None = None) -> Tensor:
+    """``(1, |keys|, 2)``: ``(s, -s²)`` stored on ``keys`` (its coordinates ``s``), the keys' side of
+    :func:`gaussian_window`."""
+    s = keys.coordinates(dtype, device)
+    return keys.stored(torch.stack([s, -s * s], -1), -2)[None]
+
+
+def gaussian_window(betas: Tensor, queries: Structure, keys: Structure) -> tuple[Tensor, Tensor]:
+    r"""Head ``h``'s Gaussian window :math:`-\beta_h (t - s)^2` between a query at ``t`` on ``queries`` and a key at
+    ``s`` on ``keys``, as position features ``(p, r)`` for :meth:`~applicative.MultiHeadAttention.forward`.
 
     :math:`-\beta (t - s)^2 = (2\beta t, \beta) \cdot (s, -s^2) - \beta t^2`, and the last term is the same for every
-    key, so a softmax over the keys never sees it. Both sides are exact series: ``p`` ``(H, n, 2)`` holds
-    ``(2β_h T_1, β_h T_0)``, ``r`` ``(1, n, 2)`` holds ``(T_1, -(T_0 + T_2) / 2)``. Divide ``betas`` by the
-    attention's score scale first: the features join the scores before it.
+    key, so a softmax over the keys never sees it. Both sides are stored like the structures' values (their
+    capability :meth:`~applicative.Structure.coordinates` gives ``t`` and ``s``): ``p`` ``(H, |queries|, 2)``
+    (:func:`window_queries`), ``r`` ``(1, |keys|, 2)`` (:func:`window_keys`); on a Chebyshev series they are the
+    exact series ``(2β_h T_1, β_h T_0)`` and ``(T_1, -(T_0 + T_2) / 2)``. Divide ``betas`` by the attention's
+    score scale first: the features join the scores before it.
     """
-    r = betas.new_zeros(1, n, 2)
-    r[0, 1, 0], r[0, 0, 1], r[0, 2, 1] = 1.0, -0.5, -0.5
-    return window_queries(betas, n), r
+    return window_queries(betas, queries), window_keys(keys, betas.dtype, betas.device)
 
 
 class Funcformer(nn.Module, Generic[X, Y, D]):
@@ -211,18 +219,23 @@ def _window_features(
     """:func:`gaussian_window` for ``config.window``, scaled for ``normalise``; ``(None, None)`` without one."""
     if config.window <= 0:
         return None, None
-    if not isinstance(sequence, Chebyshev) or sequence.size < 3:
-        raise StructureError(
-            f"FuncformerConfig.window={config.window}: the window is a function of the sequence's coordinate "
-            f"t in [-1, 1], so it needs a Chebyshev sequence of at least 3 terms, got {sequence!r}; use window=0"
-        )
     if "has_exp" not in normalise.needs or not normalise.lowers():  # capabilities: e^score over the keys' points
         raise StructureError(
             f"FuncformerConfig.window={config.window}: the window is a weight e^(-β(t-s)²) on a softmax over the "
             f"sequence's points, got {normalise!r}; use normalise=ScaledSoftmax(...) (or None) or window=0"
         )
-    betas = torch.tensor(window_slopes(config.window, config.heads), dtype=dtype, device=device)
-    return gaussian_window(betas / normalise.scale, sequence.size)
+    betas = torch.tensor(window_slopes(config.window, config.heads), dtype=torch.float64)
+    try:
+        p, r = gaussian_window(betas / normalise.scale, sequence, sequence)
+    except StructureError as e:
+        raise StructureError(f"FuncformerConfig.window={config.window}: {e}; or use window=0") from None
+    s = sequence.coordinates(torch.float64, points=sequence.grid)  # exact at the points products are taken on
+    if not torch.allclose(sequence.positions(r, -2, sequence.grid)[0], torch.stack([s, -s * s], -1), atol=1e-12):
+        raise StructureError(
+            f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold t² exactly, so the window would not "
+            "be a Gaussian; use a sequence that can (a Chebyshev series of at least 3 terms) or window=0"
+        )
+    return p.to(dtype=dtype, device=device), r.to(dtype=dtype, device=device)
 
 
 class SeparableLinear(nn.Module):

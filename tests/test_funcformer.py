@@ -201,8 +201,10 @@ def test_without_positions_it_is_the_generic_transformer() -> None:
 
 
 def test_a_window_needs_a_chebyshev_sequence_and_the_faithful_softmax() -> None:
-    with pytest.raises(StructureError, match=r"window=4.0: .* needs a Chebyshev sequence of at least 3 terms"):
+    with pytest.raises(StructureError, match=r"window=4.0: Vector\(6\) declares no coordinates .* or use window=0"):
         Funcformer(Vector(6), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, window=4.0))
+    with pytest.raises(StructureError, match=r"window=4.0: X\(2\) cannot hold t² exactly, .* at least 3 terms"):
+        Funcformer(X(2), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, window=4.0))
     for normalise in (LinearAttention(0.5), CoefficientSoftmax(0.5)):
         with pytest.raises(StructureError, match=r"window=4.0: .* on a softmax over the sequence's points, got"):
             Funcformer(X(6), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, normalise=normalise, window=4.0))

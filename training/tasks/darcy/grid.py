@@ -34,6 +34,12 @@ class Uniform(Vector):
         """``log w_i``: ``h/2`` at the two ends, ``h`` inside, ``h = 2 / (size - 1)`` (one node: weight 2)."""
         return trapezoid_weights(self.size, dtype, device).log()
 
+    def coordinates(
+        self, dtype: torch.dtype, device: torch.device | str | None = None, points: int | None = None
+    ) -> Tensor:
+        """The nodes ``t_i = -1 + 2i/(P-1)`` (a grid of values: its positions are its nodes, ``points`` ignored)."""
+        return torch.linspace(-1, 1, self.size, dtype=dtype, device=device)
+
 
 def trapezoid_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
     """The composite trapezoid rule's weights on ``n`` equally spaced nodes of ``[-1, 1]``: ``(n,)``, sum 2."""

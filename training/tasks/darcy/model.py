@@ -63,7 +63,7 @@ from applicative import (
 )
 from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
-from models.funcformer import Funcformer, FuncformerConfig, window_queries, window_slopes
+from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from models.transformer import EncoderLayer
 from training import registry
 
@@ -146,7 +146,8 @@ class GridReader(nn.Module):
     Any ``P`` is read with the same weights (the measure makes it the same integral, sampled more densely).
     """
 
-    betas: Tensor
+    window_x: Tensor | None
+    window_y: Tensor | None
 
     def __init__(self, config: Config, domain: Pairs, dtype: torch.dtype) -> None:
         super().__init__()
@@ -166,18 +167,17 @@ class GridReader(nn.Module):
         self.query_x = nn.Parameter(0.1 * torch.randn(domain.a.size, r.size, dtype=dtype))
         self.query_y = nn.Parameter(0.1 * torch.randn(domain.b.size, r.size, dtype=dtype))
         self.lift: Linear[Vector, Vector] = Linear(r, d, dtype=dtype)
-        betas = window_slopes(config.reader_window, heads)
-        self.register_buffer("betas", torch.tensor(betas, dtype=dtype), persistent=False)  # from the config
+        # the window's query sides are fixed series (from the config, not learned); the keys depend on P
+        betas = torch.tensor(window_slopes(config.reader_window, heads), dtype=torch.float64) / scale
+        for name, axis in (("window_x", domain.a), ("window_y", domain.b)):
+            q = window_queries(betas, axis).to(dtype) if len(betas) else None
+            self.register_buffer(name, q, persistent=False)
 
-    def window(self, n: int, p: int, like: Tensor) -> tuple[Tensor, Tensor] | None:
-        """Head ``h``'s Gaussian window ``-β_h (t - s)²`` between a query at ``t`` (a series of ``n`` terms) and the
-        token at ``s`` (``p`` uniform nodes of ``[-1, 1]``), as position features ``(2β_h t, β_h) · (s, -s²)``
-        (:meth:`~applicative.MultiHeadAttention.forward`); ``None`` without a window."""
-        if not len(self.betas):
-            return None
-        query = window_queries(self.betas.to(like.dtype) / self.attn_x.normalise.scale, n)
-        s = torch.linspace(-1, 1, p, dtype=like.dtype, device=like.device)
-        return query, torch.stack([s, -s * s], -1)  # the keys' (s, -s²) at the nodes
+    def window(self, query: Tensor | None, p: int, like: Tensor) -> tuple[Tensor, Tensor] | None:
+        """Head ``h``'s Gaussian window ``-β_h (t - s)²`` between a query at ``t`` (the series ``query``, one of
+        ``window_x``, ``window_y``) and the token at ``s`` (``p`` uniform nodes of ``[-1, 1]``) as position features
+        (:func:`models.funcformer.gaussian_window`); ``None`` without a window."""
+        return None if query is None else (query, window_keys(grid.Uniform(p), like.dtype, like.device))
 
     def forward(self, log_a: Tensor) -> Field[Pairs, Vector]:
         """``log_a`` ``(batch, P, P)`` (standardised; ``[b, i, j]`` at ``(x_i, y_j)``) -> ``(batch, n², width)``
@@ -189,13 +189,17 @@ class GridReader(nn.Module):
         tokens = Field(grid.line_tokens(log_a.mT, self.frequencies), (line, self.embed.inp))
         memory = self.norm_x(self.embed(tokens))
         q = Field(self.query_x.expand(b, p, nx, r.size), (self.domain.a, r))
-        h = add(q, self.attn_x(q, memory, position=self.window(nx, p, log_a))).tensor  # (b, P_y, n_x, R): along x
+        h = add(
+            q, self.attn_x(q, memory, position=self.window(self.window_x, p, log_a))
+        ).tensor  # (b, P_y, n_x, R): along x
         # 2. along y, at each Chebyshev point x_k: keys (b, n_x, P_y, R)
         h = self.domain.a.positions(h, -2).transpose(-2, -3)
         fy = grid.fourier(p, self.frequencies, h.dtype, h.device)
         memory = self.norm_y(add(Field(h, (line, r)), self.position(Field(fy, (line, self.position.inp)))))
         q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain.b, r))
-        g = add(q, self.attn_y(q, memory, position=self.window(ny, p, log_a))).tensor  # (b, n_x points, n_y, R)
+        g = add(
+            q, self.attn_y(q, memory, position=self.window(self.window_y, p, log_a))
+        ).tensor  # (b, n_x points, n_y, R)
         c = self.domain.a.stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
         return self.lift(Field(c, (self.domain, r)))
 
