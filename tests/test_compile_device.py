@@ -53,11 +53,12 @@ class Y(Chebyshev):
     pass
 
 
-@pytest.mark.parametrize("sequence", ["x", "xy"])
+@pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
 def test_the_darcy_model_builds_its_constants_where_it_runs(sequence: str) -> None:
     cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
     cfg = cfg.replace(reader_window=40.0)  # the window's position features are built where they are used
-    cfg = cfg.replace(channels=2 if sequence == "x" else 1, window=40.0 if sequence == "x" else 0.0)
+    one_d = sequence != "xy"
+    cfg = cfg.replace(channels=2 if one_d else 1, window=40.0 if one_d else 0.0)
     model = DarcyModel(cfg).to(META)
     x = torch.randn(3, cfg.points, cfg.points, device=META)
 

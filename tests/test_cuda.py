@@ -168,15 +168,17 @@ def test_a_program_trains_on_cuda(program: str, argv: list[str], tmp_path: Any) 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's inductor imports torch.jit.script_method
 @pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`:UserWarning")
 @pytest.mark.filterwarnings("ignore:TensorFloat32 tensor cores:UserWarning")  # Inductor's advice on CUDA
-@pytest.mark.parametrize("sequence", ["x", "xy"])
+@pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
 def test_the_compiled_darcy_model_on_cuda(sequence: str) -> None:
-    """``torch.compile`` (Inductor) on CUDA: the loss and its gradients equal the eager model's."""
+    """``torch.compile`` (Inductor) on CUDA: the loss and its gradients equal the eager model's (both windows on
+    for the 1D Funcformers)."""
     from examples.darcy.train import objective
     from training.tasks.darcy.config import PRESETS
     from training.tasks.darcy.model import DarcyModel
 
     cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
-    cfg = cfg.replace(channels=2 if sequence == "x" else 1)
+    one_d = sequence != "xy"
+    cfg = cfg.replace(channels=2 if one_d else 1, window=40.0 if one_d else 0.0, reader_window=40.0)
     torch.manual_seed(0)
     model = DarcyModel(cfg).to(CUDA)
     x = torch.randn(3, cfg.points, cfg.points, device=CUDA)

@@ -25,7 +25,7 @@ from training import ConfigError
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.grid import Uniform, fourier, grid, trapezoid_weights
-from training.tasks.darcy.model import DarcyModel, GridReader, bubble_matrix, grid_matrix, roughness
+from training.tasks.darcy.model import DarcyModel, GridReader, bubble_matrix, centred, grid_matrix, roughness
 from training.tasks.darcy.solver import DarcySolver
 
 
@@ -134,7 +134,7 @@ def test_reader_against_a_plain_computation(reader_heads: int, heads: int, windo
 
 
 def test_the_funcformers_window_needs_its_softmax_along_x() -> None:
-    with pytest.raises(ConfigError, match=r"window=40.0, sequence=xy, .* set sequence=x and normalise=softmax"):
+    with pytest.raises(ConfigError, match=r"window=40.0, sequence=xy, .* set sequence=x \(or x\+y\) and normalise"):
         Config(reader="grid", sequence="xy", window=40.0)
     with pytest.raises(ConfigError, match=r"window=40.0, sequence=x, normalise=linear: the window weights"):
         Config(normalise="linear", window=40.0)
@@ -155,7 +155,7 @@ def test_reader_heads_must_divide_the_readers_channels() -> None:
     Config(reader="interpolant", reader_width=30)  # the interpolant route has no reader
 
 
-@pytest.mark.parametrize("sequence", ["x", "xy"])
+@pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
 def test_grid_model_shapes_zero_boundary_and_finer_grids(sequence: str) -> None:
     config = PRESETS["tiny"].replace(reader="grid", sequence=sequence)
     torch.manual_seed(0)
@@ -212,6 +212,45 @@ def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> 
     torch.testing.assert_close(three(three.inputs(d)), one(one.inputs(d)), rtol=1e-5, atol=1e-6)
     with pytest.raises(ConfigError, match="channels=3, reader=interpolant"):
         PRESETS["tiny"].replace(channels=3)
+
+
+def _swapped(model: DarcyModel) -> DarcyModel:
+    """The same model with its Funcformers along ``x`` and along ``y`` exchanged."""
+    other = DarcyModel(model.config)
+    state = model.state_dict()
+    state = {k.replace("net.", "@.").replace("net_y.", "net.").replace("@.", "net_y."): v for k, v in state.items()}
+    other.load_state_dict(state)
+    return other.eval()
+
+
+def test_x_plus_y_treats_the_two_directions_alike() -> None:
+    """``sequence="x+y"``: a Funcformer along ``x`` plus one along ``y`` on the transpose. Exchanging the two
+    Funcformers' weights and transposing the input transposes the output -- which fails if the second one is
+    left out, reads the input untransposed, or is not transposed back. Whole model on the interpolant route
+    (``log a`` coefficients in, ``u`` coefficients out); :meth:`DarcyModel.along` with three channels per point."""
+    config = PRESETS["tiny"].replace(sequence="x+y", dtype="float64", window=4.0)
+    torch.manual_seed(0)
+    model = DarcyModel(config, in_shift=0.3, in_scale=1.7, out_scale=2.0).eval()
+    c = torch.randn(2, config.modes, config.modes, dtype=torch.float64)
+    with torch.no_grad():
+        got = _swapped(model)(c.mT)
+        torch.testing.assert_close(got, model(c).mT, rtol=1e-10, atol=1e-12)
+        grid = DarcyModel(config.replace(reader="grid", channels=3)).eval()
+        f = torch.randn(2, config.modes, config.modes, 3, dtype=torch.float64)
+        torch.testing.assert_close(_swapped(grid).along(f.transpose(1, 2)), grid.along(f).transpose(1, 2))
+
+
+def test_centring_takes_the_integral_mean_at_every_resolution() -> None:
+    """``centred``'s ``m`` is ``∫∫ log a dx dy`` over the unit square: for ``0.3 + cos(2πx) cos(πy) + x²`` the exact
+    mean is ``0.3 + 1/3``, met by the trapezoid rule up to its ``h²/6`` error on ``x²`` at 17, 33 and 65 nodes (the
+    mean of the nodes is off by about ``1/P``, so this fails with it)."""
+    for p in (17, 33, 65):
+        x = torch.linspace(0, 1, p, dtype=torch.float64)
+        f = 0.3 + torch.cos(2 * math.pi * x)[:, None] * torch.cos(math.pi * x)[None, :] + (x**2)[:, None]
+        rest, m = centred(f.expand(2, p, p))
+        h = 1 / (p - 1)
+        torch.testing.assert_close(m, torch.full((2, 1, 1), 0.3 + 1 / 3 + h * h / 6, dtype=torch.float64))
+        torch.testing.assert_close(rest + m, f.expand(2, p, p))
 
 
 @pytest.mark.parametrize("homogeneous", [True, False])
