@@ -194,17 +194,15 @@ class GridReader(nn.Module):
         tokens = Field(grid.line_tokens(log_a.mT, self.frequencies), (line, self.embed.inp))
         memory = self.norm_x(self.embed(tokens))
         q = Field(self.query_x.expand(b, p, nx, r.size), (self.domain.a, r))
-        h = add(
-            q, self.attn_x(q, memory, position=self.window(self.window_x, p, log_a))
-        ).tensor  # (b, P_y, n_x, R): along x
+        position = self.window(self.window_x, p, log_a)
+        h = add(q, self.attn_x(q, memory, position=position)).tensor  # (b, P_y, n_x, R): along x
         # 2. along y, at each Chebyshev point x_k: keys (b, n_x, P_y, R)
         h = self.domain.a.positions(h, -2).transpose(-2, -3)
         fy = grid.fourier(p, self.frequencies, h.dtype, h.device)
         memory = self.norm_y(add(Field(h, (line, r)), self.position(Field(fy, (line, self.position.inp)))))
         q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain.b, r))
-        g = add(
-            q, self.attn_y(q, memory, position=self.window(self.window_y, p, log_a))
-        ).tensor  # (b, n_x points, n_y, R)
+        position = self.window(self.window_y, p, log_a)
+        g = add(q, self.attn_y(q, memory, position=position)).tensor  # (b, n_x points, n_y, R)
         c = self.domain.a.stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
         return self.lift(Field(c, (self.domain, r)))
 
