@@ -18,9 +18,10 @@ import pytest
 import torch
 import torch.nn.functional as nnf
 
-from applicative import REAL
+from applicative import REAL, Field, Vector
 from examples.darcy.train import objective, relative_sq, train
 from instances.chebyshev import points
+from models.transformer import EncoderLayer
 from training import ConfigError
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
@@ -177,6 +178,28 @@ def test_grid_model_shapes_zero_boundary_and_finer_grids(sequence: str) -> None:
     t = np.linspace(-1, 1, 2 * config.points - 1)
     want = np.stack([C.chebgrid2d(t, t, c) for c in u_fine.detach().double().numpy()])
     np.testing.assert_allclose(model.on_grid(u_fine.detach(), 2 * config.points - 1).double().numpy(), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
+def test_activation_reaches_every_mlp(sequence: str) -> None:
+    """``activation="gelu"``: every encoder layer's MLP is ``W2 gelu(W1 h + b1) + b2`` at each position (checked
+    against ``torch.nn.functional`` on the layer's own weights), and the model's output differs from ReLU's with
+    the same weights."""
+    config = PRESETS["tiny"].replace(reader="grid", sequence=sequence, dtype="float64")
+    torch.manual_seed(0)
+    gelu = DarcyModel(config.replace(activation="gelu"))
+    layers = [m for m in gelu.modules() if isinstance(m, EncoderLayer)]
+    assert len(layers) == config.depth * (2 if sequence == "x+y" else 1)
+    for layer in layers:
+        h = torch.randn(3, layer.model.size, dtype=torch.float64)
+        l1, l2 = layer.linear1, layer.linear2
+        want = nnf.linear(nnf.gelu(nnf.linear(h, l1.weight, l1.bias)), l2.weight, l2.bias)
+        torch.testing.assert_close(layer.feed_forward(Field(h, (Vector(3), layer.model))).tensor, want)
+    relu = DarcyModel(config)
+    relu.load_state_dict(gelu.state_dict())
+    d = data.sample("piecewise", 2, points=config.points, refine=1)
+    with torch.no_grad():
+        assert not torch.allclose(gelu(gelu.inputs(d)), relu(relu.inputs(d)))
 
 
 def test_tiny_grid_training_lowers_the_error(tmp_path: Path) -> None:

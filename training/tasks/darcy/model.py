@@ -47,6 +47,7 @@ grid route.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -70,7 +71,7 @@ from models.transformer import EncoderLayer
 from training import registry
 
 from . import grid
-from .config import Config, Normalisation
+from .config import Activation, Config, Normalisation
 from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
@@ -120,6 +121,9 @@ def input_coefficients(d: DarcyData, n: int) -> Tensor:
 def grid_matrix(n: int, grid_points: int) -> Tensor:
     """``V`` ``(points, n)``: ``T_k(2 x_i - 1)`` at the uniform nodes ``x_i`` of ``[0, 1]``, float64."""
     return vandermonde(torch.linspace(-1, 1, grid_points, dtype=torch.float64), n)
+
+
+ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
 
 
 def _normalise(config: Config, kind: Normalisation | None = None) -> Normalise:
@@ -252,6 +256,7 @@ class DarcyModel(nn.Module):
                 depth=config.depth,
                 normalise=_normalise(config),
                 eps=config.eps,
+                activation=ACTIVATIONS[config.activation],
                 window=config.window,
             )
             c, hidden = Vector(config.channels), Vector(config.hidden)
@@ -273,6 +278,7 @@ class DarcyModel(nn.Module):
                     config.heads,
                     normalise=normalise,
                     norm_first=True,
+                    activation=ACTIVATIONS[config.activation],
                     eps=config.eps,
                     dtype=self.dtype,
                 )
