@@ -176,8 +176,8 @@ PRESETS: dict[str, Config] = {
     # activation gelu (seed 0, compiled, 6000 steps: piecewise 1.60e-2 -> 1.49e-2, log-normal 2.97e-3 -> 2.57e-3);
     # reader_heads 2: the reader is most of the step (6000 steps in 342 s against 461; piecewise 1.49e-2 -> 1.49e-2,
     # log-normal 2.57e-3 -> 2.77e-3, 65² / 33² 1.04); smooth 0.25: the penalty at 1 held piecewise back (6000
-    # steps, seed 0: 1.49e-2 -> 1.43e-2 at 0.25 and at 0; seed 1 at 0: 1.40e-2), and 0.25 still carries
-    # log-normal to 65² (2.50e-3, 65² / 33² 1.13; at 0: 2.56e-3 but 1.69)
+    # steps, seed 0: 1.49e-2 -> 1.43e-2 at 0.25 and at 0; seed 1: 1.49e-2 -> 1.41e-2, 1.40e-2 at 0), and 0.25
+    # still carries log-normal to 65² (2.50e-3, 65² / 33² 1.13; at 0: 2.56e-3 but 1.69)
     "grid": Config(
         reader="grid",
         sequence="x+y",
