@@ -82,7 +82,9 @@ class FuncformerConfig:
         window: locality along the sequence: head ``h`` of ``heads`` adds ``-β_h (t - s)²`` to its score of a key
             at ``s`` for a query at ``t``, ``β_h = window / 4^(heads-1-h)`` (:func:`window_slopes`,
             :func:`gaussian_window`); ``0``: none. Needs a sequence with coordinates that holds ``t²`` (a
-            Chebyshev series of at least 3 terms) and the faithful softmax.
+            Chebyshev series of at least 3 terms) and the faithful softmax. A steep window makes float32
+            probabilities below ``1.2e-38`` (subnormal), which x86 CPUs compute many times slower: flush them to
+            zero on the CPU (``training.fit`` does; ``training.flush_denormals`` for a loop of one's own).
     """
 
     heads: int = 4

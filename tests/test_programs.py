@@ -4,7 +4,8 @@
   each config field means ``--config FIELD=VALUE``;
 * :func:`training.default_threads`: the free cores by the load average, at most two for a small model;
 * progress on a stderr that is no terminal is plain periodic lines, no carriage returns;
-* a run's history records steps as integers.
+* a run's history records steps as integers;
+* :func:`training.fit` flushes subnormal floats to zero on the CPU for its run, and restores the mode after.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from training import UserError, default_threads, fit, options
+from training import UserError, default_threads, denormals_flushed, fit, flush_denormals, options
 from training import threads as threads_module
 from training.loop import Lines, Optimised, progress_bar
 from training.threads import MOST, SMALL, use_threads
@@ -38,6 +39,13 @@ def _keep_threads() -> Iterator[None]:
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _keep_denormals() -> Iterator[None]:
+    restore = flush_denormals(denormals_flushed())
+    yield
+    restore()
 
 
 def _parser(name: str) -> Any:
@@ -182,9 +190,11 @@ class _Tiny(Optimised):
         self.x = torch.randn(64, width, generator=self.sampler)
         self.y = self.x.sum(-1, keepdim=True)
         self.threads_seen: list[int] = []
+        self.flushed_seen: list[bool] = []
 
     def train_step(self) -> Tensor:
         self.threads_seen.append(torch.get_num_threads())
+        self.flushed_seen.append(denormals_flushed())
         loss = (self.model(self.x) - self.y).pow(2).mean()
         self.optimiser.zero_grad()
         loss.backward()  # type: ignore[no-untyped-call]
@@ -219,6 +229,37 @@ def test_the_loop_trains_on_the_chosen_threads_and_restores_them(
     assert all(type(r["step"]) is int for r in run.history)
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["history"]
     assert [type(r["step"]) for r in saved] == [int, int, int]
+
+
+def test_the_loop_flushes_subnormals_for_its_run_and_restores_the_mode() -> None:
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush subnormal floats")
+    # the probe's premise, against Python's own float arithmetic: 2e-38 · 0.25 is a subnormal float32, kept
+    assert float((torch.tensor([2e-38]) * 0.25).item()) == pytest.approx(float(torch.tensor(2e-38).item()) * 0.25)
+    assert not denormals_flushed()
+    for before in (False, True):
+        torch.set_flush_denormal(before)
+        task = _Tiny(4)
+        fit(task, config={}, steps=3, out=None, eval_every=3, checkpoint_every=3, progress=False, threads=1)
+        assert set(task.flushed_seen) == {True}
+        assert denormals_flushed() is before
+
+
+def test_flushing_changes_only_what_is_below_the_smallest_normal_float() -> None:
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush subnormal floats")
+    # a steep attention window's probabilities (the Darcy reader's: -β (t - s)², β up to 160 per unit scale)
+    t = torch.linspace(-1, 1, 33, dtype=torch.float64)
+    scores = -160 * 5.7 * (t[:, None] - t[None, :]) ** 2
+    exact = torch.softmax(scores, -1)  # float64: nothing here is subnormal
+    flushed = torch.softmax(scores.float(), -1).double()
+    tiny = torch.finfo(torch.float32).tiny
+    assert ((exact > 0) & (exact < tiny)).any()  # the window makes float32 subnormals ...
+    assert ((flushed > 0) & (flushed < tiny)).sum() == 0  # ... which are zero when flushed
+    torch.testing.assert_close(flushed, exact, rtol=1e-5, atol=tiny)
+    torch.set_flush_denormal(False)
+    kept = torch.softmax(scores.float(), -1).double()
+    assert ((kept > 0) & (kept < tiny)).any()
 
 
 # ---- progress ------------------------------------------------------------------------------------

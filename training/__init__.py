@@ -16,6 +16,7 @@
 * :mod:`.options` -- the options every training program shares (``--preset``, ``--config``, ``--steps``,
   ``--out``, ``--device``, ``--threads``, ``--no-progress``, and ``--FIELD`` for each config field);
 * :mod:`.threads` -- the default thread count, by the model's size;
+* :mod:`.denormals` -- subnormal floats flushed to zero on the CPU during a run (their arithmetic is slow);
 * :mod:`.registry` -- what a checkpoint holds (task, model class, config, version) and :func:`load`, the one
   route from a run directory to a ready model, for every task in :mod:`training.tasks` or :func:`register` ed.
 
@@ -25,6 +26,7 @@ Every user error is a :class:`UserError`: one line at the command line, never a 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .cli import Parser, run_cli
 from .config import Checked, ConfigError, at_least, between, describe, override, validate
+from .denormals import denormals_flushed, flush_denormals
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import UserError
 from .loop import (
@@ -68,10 +70,12 @@ __all__ = [
     "check_batch",
     "check_resume",
     "default_threads",
+    "denormals_flushed",
     "describe",
     "device_of",
     "fit",
     "fit_config",
+    "flush_denormals",
     "load",
     "load_checkpoint",
     "override",

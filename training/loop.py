@@ -43,6 +43,7 @@ from .checkpoint import (
     training_state,
 )
 from .config import ConfigError, describe, differences
+from .denormals import flush_denormals
 from .distributed import SINGLE, Ranks
 from .errors import UserError
 from .threads import use_threads
@@ -180,6 +181,8 @@ def fit(
     :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
     rebuild the model. ``threads`` sets torch's CPU threads for the run (default: by the model's size,
     :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
+    Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep attention window
+    makes them in bulk, at many times the cost of normal arithmetic), and the previous mode restored after.
     """
 
     path = None if out is None else out / CHECKPOINT
@@ -204,6 +207,7 @@ def fit(
     previous = _catch(caught)
     before = torch.get_num_threads()
     chosen = use_threads(threads, _parameters(task))
+    restore_denormals = flush_denormals()
     bar = progress_bar(steps, run.step, progress and ranks.main, chosen)
     start = time.perf_counter() - run.elapsed
     device = task.device
@@ -235,6 +239,7 @@ def fit(
         bar.close()
         _restore(previous)
         torch.set_num_threads(before)
+        restore_denormals()
     if run.saved != run.step:
         save()
     if caught or run.step < target:
