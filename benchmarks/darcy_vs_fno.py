@@ -31,8 +31,12 @@ The last line is the worse of the four ratios Funcformer / FNO (two families, tw
 
 ``--compile funcformer`` (or ``fno``, or both, repeated) runs a model through ``torch.compile``: compiled once before
 its clock starts (one forward and backward, no step taken; the seconds are printed and kept in the JSON), the same
-model and trajectory otherwise. Each model runs the way it is faster: measured on this 2-core CPU, one thread, the
-Funcformer's step is 68 ms eager and 62 ms compiled, the FNO's 63 ms eager and 83 ms compiled.
+model and trajectory otherwise. Each model runs the way it is faster: measured on an Intel Xeon, one thread, two runs
+side by side, the Funcformer's step is 84 ms eager and 51 ms compiled, the FNO's 82 ms eager and 102 ms compiled.
+
+Subnormal floats are flushed to zero on the CPU for both models, as :func:`training.fit` does
+(:mod:`training.denormals`): the Funcformer's windowed attention makes them in bulk, and on that Xeon its compiled
+step takes 109 ms with them kept (``--keep-denormals``), the FNO's unchanged. The first line names the CPU.
 
     python benchmarks/darcy_vs_fno.py --quick                  # about a minute
     python benchmarks/darcy_vs_fno.py --preset grid --compile funcformer   # the README's run: 6000 steps
@@ -48,6 +52,7 @@ import functools
 import json
 import math
 import os
+import platform
 import sys
 import time
 from collections.abc import Callable
@@ -60,12 +65,22 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
 
 from examples.darcy.train import build_model, objective
-from training import UserError
+from training import UserError, denormals_flushed, flush_denormals
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
+
+
+def host() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else the platform's processor string): step times differ
+    between hosts (an Intel core pays far more for subnormal floats than an AMD one, :mod:`training.denormals`)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "CPU unknown"
 
 
 def count(m: nn.Module) -> int:
@@ -366,6 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("funcformer", "fno"),
         help="torch.compile this model (repeat for both); its warm-up is reported, not counted in its clock",
     )
+    p.add_argument(
+        "--keep-denormals",
+        action="store_true",
+        help="do not flush subnormal floats to zero on the CPU (training.fit flushes; see training.denormals)",
+    )
     a = p.parse_args(argv)
     a.device = device_of(a.device)  # checked before any work
     try:
@@ -377,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     from training import override
 
     torch.set_num_threads(a.threads)
+    flush_denormals(not a.keep_denormals)  # both models, as training.fit runs them
     cfg = override(PRESETS[a.preset], a.config)
     if a.quick:
         cfg = cfg.replace(n_train=96, n_test=16)
@@ -384,9 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     a.steps = a.steps or 6000
     families = data.FAMILIES if a.family == "both" else (a.family,)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
-    where = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else f"threads {a.threads}"
+    where = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else f"threads {a.threads} ({host()})"
     compiled = ", ".join(a.compile or ()) or "none"
-    print(f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; --preset {a.preset}; compiled: {compiled}")
+    subnormals = "flushed" if denormals_flushed() else "kept"
+    print(
+        f"{a.steps} steps, batch {a.batch}, {where}, load {load:.1f}; --preset {a.preset}; "
+        f"compiled: {compiled}; subnormals {subnormals}"
+    )
     results = [compare(family, cfg, a) for family in families]
     ratios = {f"{r['family']} {b}": float(r[f"ratio_{b}"]) for r in results for b in ("steps", "clock")}  # type: ignore[arg-type]
     worst = max(ratios, key=ratios.__getitem__)
