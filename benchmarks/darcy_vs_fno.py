@@ -75,7 +75,7 @@ from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
 
 def host() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else the platform's processor string): step times differ
-    between hosts (an Intel core pays far more for subnormal floats than an AMD one, :mod:`training.denormals`)."""
+    between hosts (what a subnormal float costs varies widely between cores, :mod:`training.denormals`)."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
         return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))

@@ -12,8 +12,9 @@ compiled, batch 16): the Funcformer's step took 109 ms, one score-gradient produ
 microarchitectures, the likely reason the same code's step time had differed twofold between hosts.
 
 Flushing (``torch.set_flush_denormal``: FTZ and DAZ on x86, FZ on AArch64) rounds such values to zero,
-changing numbers already ``1e-38`` times smaller than the largest term beside them. :func:`training.fit`
-flushes for its run and restores the previous mode after; a loop of one's own calls :func:`flush_denormals`.
+changing only numbers below ``1.2e-38`` in magnitude (float64's subnormals, below ``2.2e-308``, likewise).
+:func:`training.fit` flushes for its run and restores the previous mode after; a loop of one's own calls
+:func:`flush_denormals`.
 """
 
 from __future__ import annotations
