@@ -1,4 +1,4 @@
-"""What `pip install .` installs: the library's four packages, never the `examples` folder.
+"""What `pip install .` installs: the library's five packages, never the `examples` folder.
 
 The wheel is built from a copy of the checkout (so no `build/` or `*.egg-info` is left in it), its
 file list read back, and `import training` tried from outside the checkout with the wheel alone on
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = {"applicative", "instances", "models", "training"}
+LIBRARY = {"applicative", "instances", "models", "operators", "training"}
 BENCHMARKS = sorted(s.stem for s in (ROOT / "benchmarks").glob("*.py"))
 
 

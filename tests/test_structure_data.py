@@ -192,3 +192,18 @@ def test_torch_export_takes_fields_with_per_example_data() -> None:
     other = Field(torch.randn(2, 5), (Padded(5, [1, 3]),))  # other lengths: data, not part of the program
     want = torch.stack([other.tensor[0, :1].sum(), other.tensor[1, :3].sum()])
     torch.testing.assert_close(program.module()(other), want)
+
+
+def test_operators_import_nothing_from_training_or_examples() -> None:
+    import pathlib
+
+    import operators
+
+    root = pathlib.Path(operators.__file__).parent
+    offenders = [
+        f"{p.relative_to(root)}: {line.strip()}"
+        for p in root.rglob("*.py")
+        for line in p.read_text().splitlines()
+        if line.strip().startswith(("import ", "from ")) and any(f" {m}" in line for m in ("training", "examples"))
+    ]
+    assert not offenders

@@ -1,0 +1,9 @@
+"""The PDE side of operator learning: grids and their layouts, reference solvers, data generators and readers.
+
+Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``training`` nor ``examples``):
+
+* :mod:`.layout` -- where a grid's samples sit on each axis (nodes with both ends, periodic nodes, cell
+  centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
+* :mod:`.burgers`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked against
+  exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
+"""
