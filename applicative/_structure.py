@@ -87,9 +87,10 @@ class Structure:
     law checker checks the override against the derived and the generic definitions.
 
     Capabilities (DESIGN §5) are declared, not assumed: :attr:`ordered` (causal
-    masks), :meth:`split` (attention heads), :meth:`coordinates` (positions on ``[-1, 1]``), and the
-    rings a structure supports (:meth:`check_ring`). Each raises a :class:`StructureError` naming the
-    structure and the capability. Check yours with ``python -m applicative.laws``.
+    masks), :attr:`periodic` (coordinates on a circle), :meth:`split` (attention heads),
+    :meth:`coordinates` (positions on ``[-1, 1]``), and the rings a structure supports
+    (:meth:`check_ring`). Each raises a :class:`StructureError` naming the structure and the capability.
+    Check yours with ``python -m applicative.laws``.
 
     A seven-line example (a periodic grid with the uniform measure)::
 
@@ -107,6 +108,9 @@ class Structure:
     size: int
     #: capability: positions are ordered, so causal masks (and scans) make sense
     ordered: ClassVar[bool] = False
+    #: capability: positions lie on a circle, so a distance ``t - s`` between coordinates is taken modulo the
+    #: period 2 (a window is ``1 - cos π(t - s)``, not ``(t - s)²``)
+    periodic: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,4 +1,4 @@
-"""Structures and rings: vectors, Chebyshev series, trees, DAGs, graphs, distributions, quantum states,
+"""Structures and rings: vectors, Chebyshev and Fourier series, trees, DAGs, graphs, distributions, quantum states,
 padded sequences; tropical, log and complex semirings.
 
 Each structure module writes only its contract (:mod:`applicative._structure`);
@@ -9,6 +9,7 @@ import the structure (never the other way round).
 from ._chebarbitrary import ChebyshevArbitrary
 from ._dag_arbitrary import DAGArbitrary
 from ._distribution_arbitrary import DistributionArbitrary
+from ._fourier_arbitrary import FourierArbitrary
 from ._graph_arbitrary import GraphArbitrary
 from ._padded_arbitrary import PaddedArbitrary
 from ._product_arbitrary import ProductArbitrary
@@ -19,6 +20,7 @@ from .continuous import gaussian_mixture, normal_points, quadrature
 from .dag import DAG, DAGLevel, DAGSchedule
 from .distribution import Distribution, Product, product, pushforward
 from .expression import Expressions, by_op
+from .fourier import Fourier
 from .graph import EdgeSoftmax, Graph
 from .padded import Padded
 from .quantum import Quantum
@@ -43,6 +45,8 @@ __all__ = [
     "DistributionArbitrary",
     "EdgeSoftmax",
     "Expressions",
+    "Fourier",
+    "FourierArbitrary",
     "Graph",
     "GraphArbitrary",
     "LogSemiring",

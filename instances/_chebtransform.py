@@ -58,15 +58,14 @@ L. N. Trefethen, *Approximation Theory and Approximation Practice* (2013), ch. 3
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
-from typing import ParamSpec
 
 import torch
 from torch import Tensor
 
 from applicative import StructureError
+
+from ._constants import constant as _constant
 
 __all__ = [
     "DENSE_MAX_POINTS",
@@ -84,24 +83,6 @@ __all__ = [
 ]
 
 _HALF = (torch.float16, torch.bfloat16)
-P = ParamSpec("P")
-
-
-def _constant(build: Callable[P, Tensor]) -> Callable[P, Tensor]:
-    """Cache a builder of constant tensors; under ``torch.compile`` trace the builder itself.
-
-    Dynamo ignores ``lru_cache`` wrappers (with a warning); tracing the cheap
-    builder instead keeps ``fullgraph=True`` working and lets the compiler fold it.
-    """
-    cached: Callable[..., Tensor] = functools.lru_cache(maxsize=256)(build)
-
-    @functools.wraps(build)
-    def get(*args: P.args, **kwargs: P.kwargs) -> Tensor:
-        if torch.compiler.is_compiling():
-            return build(*args, **kwargs)
-        return cached(*args, **kwargs)
-
-    return get
 
 
 def _sign(k: Tensor) -> Tensor:

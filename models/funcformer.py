@@ -43,6 +43,7 @@ the symmetries of any linear operator, without mixing a single position.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, TypeVarTuple, cast
@@ -107,17 +108,28 @@ def window_slopes(window: float, heads: int) -> list[float]:
 
 
 def window_queries(betas: Tensor, queries: Structure) -> Tensor:
-    """``(H, |queries|, 2)``: ``(2β_h t, β_h)`` stored on ``queries`` (its coordinates ``t``), :func:`gaussian_window`'s
-    query side."""
+    """``(H, |queries|, 2)``: the query side of :func:`gaussian_window` stored on ``queries`` (its coordinates ``t``):
+    ``(2β_h t, β_h)``, or ``(2β_h/π²)(cos πt, sin πt)`` on a :attr:`~applicative.Structure.periodic` one."""
     t = queries.coordinates(betas.dtype, betas.device)
-    return queries.stored(betas[:, None, None] * torch.stack([2 * t, torch.ones_like(t)], -1), -2)
+    if queries.periodic:
+        features = torch.stack([torch.cos(math.pi * t), torch.sin(math.pi * t)], -1) * (2 / math.pi**2)
+    else:
+        features = torch.stack([2 * t, torch.ones_like(t)], -1)
+    return queries.stored(betas[:, None, None] * features, -2)
+
+
+def key_features(s: Tensor, periodic: bool) -> Tensor:
+    """The keys' side of :func:`gaussian_window` at coordinates ``s`` ``(m,)``: ``(s, -s²)``, or ``(cos πs, sin πs)``
+    on a periodic structure; ``(m, 2)``."""
+    if periodic:
+        return torch.stack([torch.cos(math.pi * s), torch.sin(math.pi * s)], -1)
+    return torch.stack([s, -s * s], -1)
 
 
 def window_keys(keys: Structure, dtype: torch.dtype, device: torch.device | str | None = None) -> Tensor:
-    """``(1, |keys|, 2)``: ``(s, -s²)`` stored on ``keys`` (its coordinates ``s``), the keys' side of
+    """``(1, |keys|, 2)``: :func:`key_features` stored on ``keys`` (its coordinates ``s``), the keys' side of
     :func:`gaussian_window`."""
-    s = keys.coordinates(dtype, device)
-    return keys.stored(torch.stack([s, -s * s], -1), -2)[None]
+    return keys.stored(key_features(keys.coordinates(dtype, device), keys.periodic), -2)[None]
 
 
 def gaussian_window(betas: Tensor, queries: Structure, keys: Structure) -> tuple[Tensor, Tensor]:
@@ -130,7 +142,18 @@ def gaussian_window(betas: Tensor, queries: Structure, keys: Structure) -> tuple
     (:func:`window_queries`), ``r`` ``(1, |keys|, 2)`` (:func:`window_keys`); on a Chebyshev series they are the
     exact series ``(2β_h T_1, β_h T_0)`` and ``(T_1, -(T_0 + T_2) / 2)``. Divide ``betas`` by the attention's
     score scale first: the features join the scores before it.
+
+    On a :attr:`~applicative.Structure.periodic` pair (a circle of period 2) the distance is taken round the circle:
+    the window is the von Mises form :math:`-\beta \frac{2}{\pi^2}(1 - \cos \pi (t - s))`, equal to
+    :math:`-\beta (t - s)^2` to fourth order near the query, and
+    :math:`\cos \pi(t - s) = (\cos \pi t, \sin \pi t) \cdot (\cos \pi s, \sin \pi s)` (a Fourier series of one
+    frequency holds both sides exactly).
     """
+    if queries.periodic != keys.periodic:
+        raise StructureError(
+            f"gaussian_window: {queries!r} and {keys!r} disagree on periodicity (capability `periodic`): a distance "
+            "between a point on a circle and one on an interval means nothing; use structures of one kind"
+        )
     return window_queries(betas, queries), window_keys(keys, betas.dtype, betas.device)
 
 
@@ -232,10 +255,13 @@ def _window_features(
     except StructureError as e:
         raise StructureError(f"FuncformerConfig.window={config.window}: {e}; or use window=0") from None
     s = sequence.coordinates(torch.float64, points=sequence.grid)  # exact at the points products are taken on
-    if not torch.allclose(sequence.positions(r, -2, sequence.grid)[0], torch.stack([s, -s * s], -1), atol=1e-12):
+    want = key_features(s, sequence.periodic)
+    if not torch.allclose(sequence.positions(r, -2, sequence.grid)[0], want, atol=1e-12):
+        held = "cos πt and sin πt" if sequence.periodic else "t²"
         raise StructureError(
-            f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold t² exactly, so the window would not "
-            "be a Gaussian; use a sequence that can (a Chebyshev series of at least 3 terms) or window=0"
+            f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold {held} exactly, so the window would "
+            "not be a Gaussian; use a sequence that can (a Chebyshev series of at least 3 terms, a Fourier series "
+            "of at least 3) or window=0"
         )
     return p.to(dtype=dtype, device=device), r.to(dtype=dtype, device=device)
 
