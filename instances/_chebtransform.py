@@ -64,8 +64,7 @@ import torch
 from torch import Tensor
 
 from applicative import StructureError
-
-from ._constants import constant as _constant
+from applicative.tensors import constant as _constant
 
 __all__ = [
     "DENSE_MAX_POINTS",

@@ -39,8 +39,7 @@ import torch
 from torch import Tensor
 
 from applicative import Basis, Ring, Sized, StructureError
-
-from ._constants import constant
+from applicative.tensors import constant
 
 __all__ = ["DENSE_MAX_POINTS", "Fourier", "FourierBasis", "basis_at", "coefficients", "evaluate", "values"]
 

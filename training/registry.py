@@ -35,6 +35,7 @@ BUILT_IN = {
     "darcy": "training.tasks.darcy.model",
     "lm": "training.tasks.lm.model",
     "tree_listops": "training.tasks.tree_listops.model",
+    "operator": "training.tasks.operator.model",
 }
 _registered: dict[str, TaskSpec[Any]] = {}
 

@@ -1,0 +1,231 @@
+"""Pairs of functions on a grid -- input functions and the output functions an operator maps them to -- checked.
+
+:class:`Samples` holds ``inputs`` ``(N, *grid, C_in)`` and ``outputs`` ``(N, *grid, C_out)`` (float64, channels
+last) on a grid of one or two axes, each an :class:`~operators.layout.Axis` (layout, extent, boundary).
+:func:`samples` builds one from arrays as a user has them -- ``(N, *grid)`` for one channel, channels last or
+first -- and checks, before anything is trained, every assumption a model would otherwise make silently
+(:func:`check`): matching sample counts and grids, finite values, positive values where a log is taken, the
+layout against the data's ends (:func:`~operators.layout.check_layout`). :func:`from_file` reads the arrays
+from a file (:mod:`operators.files`) under the keys the user names, or the first of the keys public data sets
+use (:data:`INPUT_KEYS`, :data:`OUTPUT_KEYS`).
+
+Every problem is a :class:`~operators.files.DataError`: one line naming the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .files import DataError, contents, read
+from .layout import Axis, LayoutError, check_layout
+
+Channels = Literal["last", "first"]
+#: input keys tried in order when none is named: neuraloperator's ``.pt`` files, the FNO paper's ``.mat`` files
+#: (Darcy ``coeff``, Burgers ``a``), generic names
+INPUT_KEYS = ("x", "a", "coeff", "input", "inputs")
+#: output keys tried in order when none is named
+OUTPUT_KEYS = ("y", "u", "sol", "output", "outputs")
+AXIS_NAMES = ("x", "y")
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Input and output functions sampled on one grid.
+
+    Attributes:
+        inputs: ``(N, *grid, C_in)``, float64.
+        outputs: ``(N, *grid, C_out)``, float64.
+        axes: one :class:`~operators.layout.Axis` per grid axis (one or two).
+        where: where the samples came from (a file's name), for messages.
+    """
+
+    inputs: Tensor
+    outputs: Tensor
+    axes: tuple[Axis, ...]
+    where: str = "arrays"
+
+    def __len__(self) -> int:
+        return int(self.inputs.shape[0])
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """Samples per axis."""
+        return tuple(self.inputs.shape[1:-1])
+
+    @property
+    def channels(self) -> tuple[int, int]:
+        """``(C_in, C_out)``."""
+        return int(self.inputs.shape[-1]), int(self.outputs.shape[-1])
+
+
+def _as_array(a: np.ndarray | Tensor, where: str, key: str) -> np.ndarray:
+    x = a.detach().cpu().numpy() if isinstance(a, Tensor) else np.asarray(a)
+    if x.dtype == np.bool_ or not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+        raise DataError(f"{where}, key {key!r}: values of dtype {x.dtype}, expected real numbers; convert them")
+    return x
+
+
+def _channels_last(x: np.ndarray, dims: int, channels: Channels, where: str, key: str) -> np.ndarray:
+    """``(N, *grid)`` or ``(N, *grid, C)`` (``(N, C, *grid)`` with ``channels="first"``) -> ``(N, *grid, C)``."""
+    if x.ndim == dims + 1:
+        return x[..., None]
+    if x.ndim == dims + 2:
+        return np.moveaxis(x, 1, -1) if channels == "first" else x
+    shape = tuple(x.shape)
+    raise DataError(
+        f"{where}, key {key!r}: shape {shape} is not (samples, {', '.join(AXIS_NAMES[:dims])}) or with a channel axis "
+        f"for a grid of {dims} dimension(s); declare the grid's dimensions (dims=1 or 2) or reshape the array"
+    )
+
+
+def infer_dims(shape: Sequence[int]) -> int:
+    """The grid's dimensions when none is declared: ``(N, P)`` is 1D; ``(N, P, Q)`` and ``(N, P, Q, C)`` are 2D."""
+    return 1 if len(shape) <= 2 else 2
+
+
+def samples(
+    inputs: np.ndarray | Tensor,
+    outputs: np.ndarray | Tensor,
+    axes: Sequence[Axis] | None = None,
+    *,
+    dims: int | None = None,
+    channels: Channels = "last",
+    log_input: bool = False,
+    where: str = "arrays",
+    keys: tuple[str, str] = ("inputs", "outputs"),
+) -> Samples:
+    """Checked :class:`Samples` from arrays as a user has them.
+
+    Args:
+        inputs, outputs: ``(N, *grid)`` (one channel) or ``(N, *grid, C)`` (``(N, C, *grid)`` with
+            ``channels="first"``); the same ``N`` and grid.
+        axes: one :class:`~operators.layout.Axis` per grid axis (default: ``Axis()``, nodes ``i/(P-1)`` on
+            ``[0, 1]`` with a free boundary, each).
+        dims: the grid's dimensions (default: ``len(axes)``, else :func:`infer_dims`).
+        log_input: the model reads ``log inputs``: every input must be positive.
+        where, keys: named in messages (the file and its keys).
+
+    Raises:
+        DataError: the first assumption the arrays break (:func:`check`).
+    """
+    a_in = _as_array(inputs, where, keys[0])
+    a_out = _as_array(outputs, where, keys[1])
+    d = dims if dims is not None else (len(axes) if axes else infer_dims(a_in.shape))
+    if d not in (1, 2):
+        raise DataError(f"{where}: a grid of {d} dimensions; the operator task takes 1 or 2")
+    axes = tuple(axes) if axes else tuple(Axis() for _ in range(d))
+    if len(axes) != d:
+        raise DataError(f"{where}: {len(axes)} axes declared for a grid of {d} dimension(s); declare one per axis")
+    x = _channels_last(a_in, d, channels, where, keys[0])
+    y = _channels_last(a_out, d, channels, where, keys[1])
+    out = Samples(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(y.astype(np.float64)), axes, where)
+    check(out, log_input=log_input, keys=keys)
+    return out
+
+
+def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inputs", "outputs")) -> None:
+    """Raise :class:`~operators.files.DataError` for the first assumption ``s`` breaks.
+
+    In order: at least one sample; equal sample counts and grids; finite values (the count and the first bad
+    sample named); positive inputs if ``log_input``; each axis's layout and boundary against the samples
+    (:func:`~operators.layout.check_layout`: outputs for a ``"zero"`` boundary, both for a repeated periodic end).
+    """
+    where = s.where
+    n_in, n_out = len(s.inputs), len(s.outputs)
+    if n_in == 0:
+        raise DataError(f"{where}, key {keys[0]!r}: no samples; the first axis counts samples")
+    if n_in != n_out:
+        raise DataError(
+            f"{where}: {n_in} input samples (key {keys[0]!r}) but {n_out} outputs (key {keys[1]!r}); "
+            "every input needs its output"
+        )
+    if s.inputs.shape[1:-1] != s.outputs.shape[1:-1]:
+        raise DataError(
+            f"{where}: inputs on a grid of {tuple(s.inputs.shape[1:-1])} (key {keys[0]!r}) but outputs on "
+            f"{tuple(s.outputs.shape[1:-1])} (key {keys[1]!r}); sample both on the same grid"
+        )
+    for tensor, key in ((s.inputs, keys[0]), (s.outputs, keys[1])):
+        bad = ~torch.isfinite(tensor)
+        if bad.any():
+            first = int(bad.flatten(1).any(1).nonzero()[0])
+            raise DataError(
+                f"{where}, key {key!r}: {int(bad.sum())} values are NaN or infinite (the first in sample {first}); "
+                "remove those samples or fix them"
+            )
+    if log_input and bool((s.inputs <= 0).any()):
+        count, low = int((s.inputs <= 0).sum()), float(s.inputs.min())
+        raise DataError(
+            f"{where}, key {keys[0]!r}: {count} input values are <= 0 (the smallest {low:g}), but the model reads "
+            "log inputs (log_input=true); set log_input=false for data that are not positive"
+        )
+    for i, axis in enumerate(s.axes):
+        name = AXIS_NAMES[i]
+        try:
+            check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}")
+            if axis.layout == "periodic":
+                check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}")
+        except LayoutError as e:
+            raise DataError(str(e)) from None
+
+
+def pick_key(found: Sequence[str], named: str | None, candidates: Sequence[str], path: Path, what: str) -> str:
+    """The key ``named``, or the first of ``candidates`` present in a file holding ``found`` (one line if none)."""
+    if named is not None:
+        if named not in found:
+            raise DataError(f"{path}: no key {named!r}; the file holds {', '.join(sorted(found)) or 'nothing'}")
+        return named
+    for key in candidates:
+        if key in found:
+            return key
+    raise DataError(
+        f"{path}: none of the usual {what} keys ({', '.join(candidates)}) is there; the file holds "
+        f"{', '.join(sorted(found)) or 'nothing'}: name the {what} with --{what}-key"
+    )
+
+
+def from_file(
+    path: str | Path,
+    axes: Sequence[Axis] | None = None,
+    *,
+    input_key: str | None = None,
+    output_key: str | None = None,
+    dims: int | None = None,
+    channels: Channels = "last",
+    log_input: bool = False,
+    max_bytes: int | None = None,
+) -> Samples:
+    """Checked :class:`Samples` from a file (:mod:`operators.files`), keys named or the usual ones.
+
+    ``max_bytes`` bounds what the two arrays may take in memory, checked from the file's shapes before any value
+    is read.
+    """
+    p = Path(path)
+    found = contents(p)
+    kx = pick_key(list(found), input_key, INPUT_KEYS, p, "input")
+    ky = pick_key(list(found), output_key, OUTPUT_KEYS, p, "output")
+    if kx == ky:
+        raise DataError(f"{p}: the input and the output are both key {kx!r}; name them apart")
+    size = 2 * (found[kx].nbytes + found[ky].nbytes)  # as read, then as float64 samples
+    if max_bytes is not None and size > max_bytes:
+        raise DataError(
+            f"{p}: keys {kx!r} {found[kx].shape} and {ky!r} {found[ky].shape} take about {size / 2**20:,.0f} MiB, "
+            f"over the budget of {max_bytes / 2**20:,.0f} MiB; use fewer samples or raise the memory budget"
+        )
+    arrays = read(p, [kx, ky])
+    return samples(
+        arrays[kx],
+        arrays[ky],
+        axes,
+        dims=dims,
+        channels=channels,
+        log_input=log_input,
+        where=str(p),
+        keys=(kx, ky),
+    )

@@ -1,0 +1,189 @@
+"""Arrays from a researcher's files: their keys, shapes and dtypes read first, the values only when asked for.
+
+Formats, by suffix:
+
+* ``.pt`` / ``.pth``: a dict of tensors (``torch.save``), read with ``weights_only=True`` (a planted pickle runs
+  nothing) and ``mmap=True`` (the shapes are known before any value is read into memory);
+* ``.npz``: numpy's archive, read with ``allow_pickle=False``; each member's header gives its shape first;
+* ``.npy``: one array, under the key ``"array"``;
+* ``.mat``: MATLAB up to v7 (scipy's ``loadmat``; ``whosmat`` lists the shapes first). A v7.3 file is HDF5;
+* ``.h5`` / ``.hdf5`` (and v7.3 ``.mat``): HDF5, read with ``h5py`` if it is installed (``pip install h5py``).
+
+Every problem is a :class:`DataError`: one line naming the file (and key) and what to do.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+SUFFIXES = (".pt", ".pth", ".npz", ".npy", ".mat", ".h5", ".hdf5")
+
+
+class DataError(ValueError):
+    """A data file that cannot be read as asked (one line: the file, the key, the problem, the fix)."""
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What a file says of one array before it is read: its key, shape and dtype."""
+
+    key: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the array takes in memory (as a float64 copy if its own itemsize is unknown)."""
+        try:
+            itemsize = np.dtype(self.dtype).itemsize
+        except TypeError:
+            itemsize = 8
+        return math.prod(self.shape) * itemsize
+
+
+def _suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise DataError(f"{path}: unknown file type {suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}")
+    return suffix
+
+
+def _exists(path: Path) -> None:
+    if not path.is_file():
+        raise DataError(f"{path}: no such file; check the path")
+
+
+def contents(path: str | Path) -> dict[str, ArrayInfo]:
+    """The arrays in ``path`` by key, with shapes and dtypes, reading no values (where the format allows)."""
+    path = Path(path)
+    _exists(path)
+    suffix = _suffix(path)
+    try:
+        if suffix in (".pt", ".pth"):
+            return {
+                k: ArrayInfo(k, tuple(v.shape), str(v.dtype).removeprefix("torch.")) for k, v in _torch(path).items()
+            }
+        if suffix == ".npz":
+            return _npz_contents(path)
+        if suffix == ".npy":
+            a = np.load(path, mmap_mode="r", allow_pickle=False)
+            return {"array": ArrayInfo("array", tuple(a.shape), str(a.dtype))}
+        if suffix == ".mat" and not _is_hdf5(path):
+            from scipy.io import whosmat
+
+            return {name: ArrayInfo(name, tuple(shape), kind) for name, shape, kind in whosmat(str(path))}
+        return _hdf5(path, None)
+    except DataError:
+        raise
+    except Exception as e:  # a damaged or foreign file: whatever the reader raised, in one line
+        raise DataError(
+            f"{path}: cannot read it as {suffix} ({type(e).__name__}: {_first(e)}); check the file"
+        ) from None
+
+
+def read(path: str | Path, keys: list[str]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of ``path`` as numpy arrays (a :class:`DataError` naming a missing key and those there)."""
+    path = Path(path)
+    found = contents(path)
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise DataError(f"{path}: no key {missing[0]!r}; the file holds {', '.join(sorted(found)) or 'nothing'}")
+    suffix = _suffix(path)
+    try:
+        if suffix in (".pt", ".pth"):
+            tensors = _torch(path)
+            return {k: tensors[k].detach().cpu().numpy() for k in keys}
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                return {k: np.asarray(z[k]) for k in keys}
+        if suffix == ".npy":
+            return {"array": np.load(path, allow_pickle=False)}
+        if suffix == ".mat" and not _is_hdf5(path):
+            from scipy.io import loadmat
+
+            mat = loadmat(str(path), variable_names=keys)
+            return {k: np.asarray(mat[k]) for k in keys}
+        return {k: np.asarray(v) for k, v in _hdf5(path, keys).items()}
+    except DataError:
+        raise
+    except Exception as e:
+        raise DataError(
+            f"{path}: cannot read it as {suffix} ({type(e).__name__}: {_first(e)}); check the file"
+        ) from None
+
+
+def _torch(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:  # an old (non-zip) serialisation cannot be mapped: read it whole
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(blob, dict) or not all(isinstance(k, str) for k in blob):
+        raise DataError(f"{path}: expected a dict of tensors by name (torch.save({{'x': x, 'y': y}}, path))")
+    tensors = {k: v for k, v in blob.items() if isinstance(v, torch.Tensor)}
+    if not tensors:
+        raise DataError(f"{path}: holds no tensors (keys {', '.join(blob)}); save a dict of tensors")
+    return tensors
+
+
+def _npz_contents(path: Path) -> dict[str, ArrayInfo]:
+    out = {}
+    with zipfile.ZipFile(path) as z:
+        for member in z.namelist():
+            if not member.endswith(".npy"):
+                continue
+            with z.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                header = (
+                    np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                )
+                shape, _, dtype = header(f)
+            key = member.removesuffix(".npy")
+            out[key] = ArrayInfo(key, tuple(shape), str(dtype))
+    return out
+
+
+def _is_hdf5(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(8)
+        if head == b"\x89HDF\r\n\x1a\n":
+            return True
+        f.seek(512)  # a MATLAB v7.3 file: a 512-byte header, then HDF5
+        return f.read(8) == b"\x89HDF\r\n\x1a\n"
+
+
+def _hdf5(path: Path, keys: list[str] | None) -> dict[str, Any]:
+    try:
+        import h5py
+    except ImportError:
+        raise DataError(
+            f"{path}: an HDF5 file (or MATLAB v7.3), and h5py is not installed; pip install h5py, or save the arrays "
+            "with numpy (.npz) or torch (.pt)"
+        ) from None
+    out: dict[str, Any] = {}
+    with h5py.File(path, "r") as f:
+
+        def visit(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Dataset) and (keys is None or name in keys):
+                # MATLAB v7.3 stores arrays transposed (column-major): read back in MATLAB's axis order
+                matlab = path.suffix.lower() == ".mat"
+                if keys is None:
+                    shape = tuple(reversed(obj.shape)) if matlab else tuple(obj.shape)
+                    out[name] = ArrayInfo(name, shape, str(obj.dtype))
+                else:
+                    a = np.asarray(obj[()])
+                    out[name] = a.T if matlab else a
+
+        f.visititems(visit)
+    return out
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:160]

@@ -1,0 +1,30 @@
+"""The operator task: input functions to output functions, sampled on a user's grid (DESIGN §11).
+
+* :mod:`.config` -- the run's hyper-parameters, every field bounded;
+* :mod:`.model` -- :class:`OperatorModel` built from the data's :class:`Shape` (a Fourier series on each periodic
+  axis, a Chebyshev series on each bounded one, a grid reader, the Funcformers), and :func:`predict`, which
+  evaluates the predicted functions anywhere;
+* :mod:`.train` -- the training task for the shared loop, and :func:`train`.
+
+The data come as checked :class:`operators.dataset.Samples` (:func:`operators.dataset.samples` from arrays,
+:func:`operators.dataset.from_file` from ``.pt``, ``.npz``, ``.mat`` or HDF5 files); ``python -m examples.operator``
+is the command line.
+"""
+
+from .config import PRESETS, Config
+from .model import SPEC, InputError, OperatorModel, Shape, predict
+from .train import OperatorTask, Run, errors, train
+
+__all__ = [
+    "PRESETS",
+    "SPEC",
+    "Config",
+    "InputError",
+    "OperatorModel",
+    "OperatorTask",
+    "Run",
+    "Shape",
+    "errors",
+    "predict",
+    "train",
+]

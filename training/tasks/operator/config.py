@@ -1,0 +1,116 @@
+"""Configuration of the operator task: one frozen dataclass, every field bounded on both sides, and presets.
+
+The defaults are the Darcy grid model's (:mod:`training.tasks.darcy.config`'s ``grid`` preset), the best measured
+on the project's data; why each value was chosen is in the lab notes (``docs/notes/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from training.config import Checked, between
+
+Activation = Literal["relu", "gelu"]
+Augment = Literal["none", "flips", "square", "shifts"]
+DType = Literal["float32", "float64"]
+
+
+@dataclass(frozen=True)
+class Config(Checked):
+    """Everything that determines a training run (with the data's shape, its checkpoint); validated on construction.
+
+    Attributes:
+        modes: coefficients per axis of the model's series (2..128; a periodic axis's Fourier series takes the odd
+            number ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two (the factor ``1 - t²``).
+        width, hidden: the Funcformers' model channels (1..1024) and MLP width (1..4096).
+        heads, depth: attention heads (1..32, dividing ``width``) and encoder layers (1..32).
+        activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
+        window: the Funcformers' locality along their sequence (0..10⁴; ``0``: none):
+            head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
+        frequencies: Fourier features per axis of a grid sample's coordinate (0..64).
+        reader_width, reader_heads: the grid reader's channels (1..1024) and heads (1..32, dividing them).
+        reader_window: the grid reader's locality (0..10⁴), as ``window`` between a query and a sample.
+        channels: the functions the reader hands each Funcformer per point of its sequence (1..64).
+        eps: layer-norm epsilon (10⁻¹²..1).
+        log_input: read ``log`` of the inputs (positive data spanning scales, such as a conductivity).
+        homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (-8..8; ``0``:
+            off; needs ``log_input``): the reader sees ``log a`` less its mean ``m`` over the domain and the
+            output is multiplied by ``e^{d m}`` (Darcy: ``d = -1``).
+        augment: train on batches moved by symmetries the operator commutes with (the user's claim):
+            ``"flips"`` (each axis reflected), ``"square"`` (the square's eight symmetries, two like axes),
+            ``"shifts"`` (translations along periodic axes), ``"none"``.
+        steps, batch: optimisation steps (1..10⁸) and samples per step (1..65536).
+        lr, beta2, weight_decay, warmup, clip: Adam's peak rate (0..10] on a one-cycle schedule, its second-moment
+            decay [0, 1), weight decay [0, 1], the warm-up fraction [0, 1] and gradient-norm clipping (0: none).
+        smooth: weight ``λ`` of the smoothing penalty on the predicted series (0..100), per unit mean square of
+            the data: samples alone leave a series free between them.
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints (1..10⁸).
+        seed: seeds the initialisation and the batch order.
+        dtype: the model's float type.
+    """
+
+    modes: int = between(20, 2, 128)
+    width: int = between(40, 1, 1024)
+    hidden: int = between(120, 1, 4096)
+    heads: int = between(4, 1, 32)
+    depth: int = between(3, 1, 32)
+    activation: Activation = "gelu"
+    window: float = between(40.0, 0.0, 1e4)
+    frequencies: int = between(4, 0, 64)
+    reader_width: int = between(32, 1, 1024)
+    reader_heads: int = between(2, 1, 32)
+    reader_window: float = between(160.0, 0.0, 1e4)
+    channels: int = between(4, 1, 64)
+    eps: float = between(1e-5, 1e-12, 1.0)
+    log_input: bool = False
+    homogeneous: float = between(0.0, -8.0, 8.0)
+    augment: Augment = "none"
+    steps: int = between(2000, 1, 10**8)
+    batch: int = between(32, 1, 65536)
+    lr: float = between(1e-2, 1e-12, 10.0)
+    beta2: float = between(0.95, 0.0, 0.999999)
+    weight_decay: float = between(0.0, 0.0, 1.0)
+    warmup: float = between(0.1, 0.0, 1.0)
+    clip: float = between(1.0, 0.0, 1e6)
+    smooth: float = between(0.25, 0.0, 100.0)
+    eval_every: int = between(250, 1, 10**8)
+    checkpoint_every: int = between(250, 1, 10**8)
+    seed: int = between(0, 0, 2**63 - 1)
+    dtype: DType = "float32"
+
+    def consistent(self) -> str | None:
+        if self.reader_width % self.reader_heads:
+            return (
+                f"config fields reader_width={self.reader_width}, reader_heads={self.reader_heads}: the reader's heads "
+                "must divide its channels"
+            )
+        if self.homogeneous != 0 and not self.log_input:
+            return (
+                f"config fields homogeneous={self.homogeneous}, log_input=false: the symmetry u(c a) = c^d u(a) is "
+                "built on log inputs; set log_input=true, or homogeneous=0"
+            )
+        return None
+
+
+PRESETS: dict[str, Config] = {
+    "default": Config(),
+    # seconds: for tests and smoke runs
+    "tiny": Config(
+        modes=8,
+        width=16,
+        hidden=16,
+        heads=2,
+        depth=1,
+        reader_width=8,
+        channels=2,
+        frequencies=2,
+        window=0.0,
+        reader_window=0.0,
+        steps=30,
+        batch=8,
+        lr=3e-3,
+        eval_every=10,
+        checkpoint_every=10,
+    ),
+}

@@ -1,0 +1,168 @@
+"""Training the operator model on checked samples: a :class:`~training.Task` for the shared loop.
+
+The loss is the batch mean of the squared relative L² error of the predicted series at the training samples,
+integrated by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's
+metric), plus ``smooth`` times the series' :func:`~training.tasks.operator.model.roughness` per unit mean square
+of the data. Evaluation reports the mean relative L² error (not squared) on each held-out set, at its own
+resolution. Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Unpack
+
+import torch
+from torch import Tensor
+
+from operators import symmetry
+from operators.dataset import Samples
+from training import Trained, UserError, describe, fit
+from training.loop import FitOptions, Optimised
+
+from .config import Config
+from .model import SPEC, OperatorModel, Shape, roughness
+
+
+def shape_of(s: Samples) -> Shape:
+    """The model's :class:`~training.tasks.operator.model.Shape` for samples ``s``."""
+    c_in, c_out = s.channels
+    return Shape(s.axes, c_in, c_out)
+
+
+def check_fit(config: Config, s: Samples) -> None:
+    """A :class:`~training.UserError` when the samples cannot determine the configured model: fewer samples on an
+    axis than the output series has coefficients, or a symmetry that does not map the grid onto itself."""
+    sizes = [config.modes + (2 if a.bc == "zero" else 0) + (1 - config.modes % 2 if a.periodic else 0) for a in s.axes]
+    for i, (p, m) in enumerate(zip(s.grid, sizes, strict=True)):
+        if p < m:
+            raise UserError(
+                f"{s.where}: axis {'xy'[i]} has {p} samples, fewer than the {m} coefficients of the model's series "
+                f"there; lower --config modes= (at most {config.modes - (m - p)}) or give finer data"
+            )
+    why = symmetry.problem(config.augment, s.axes)
+    if why is not None:
+        raise UserError(f"config field augment={config.augment}: {why.split(': ', 1)[-1]}")
+
+
+def relative_sq(pred: Tensor, exact: Tensor, weights: Sequence[Tensor]) -> Tensor:
+    """Per-sample ``‖pred - exact‖² / ‖exact‖²`` for ``(batch, *grid, C)`` values, integrated by ``weights`` (one
+    quadrature per axis)."""
+    w = weights[0] if len(weights) == 1 else weights[0][:, None] * weights[1][None, :]
+    w = w[..., None]  # the channels
+    num = (w * (pred - exact).pow(2)).flatten(1).sum(-1)
+    den = (w * exact.pow(2)).flatten(1).sum(-1)
+    return num / den.clamp_min(torch.finfo(den.dtype).tiny)
+
+
+def objective(model: OperatorModel, x: Tensor, exact: Tensor) -> Tensor:
+    """The training loss on inputs ``x`` and outputs ``exact`` ``(batch, *grid, C)``: the batch mean of
+    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = config.smooth``)."""
+    u = model(x)
+    grid = exact.shape[1:-1]
+    weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.shape.axes, grid, strict=True)]
+    loss = relative_sq(model.values(u, grid), exact, weights)
+    if model.config.smooth > 0:
+        loss = loss + model.config.smooth * roughness(u, model.shape.axes) / exact.pow(2).flatten(1).mean(-1)
+    return loss.mean()
+
+
+@torch.no_grad()
+def errors(model: OperatorModel, s: Samples, chunk: int = 256) -> Tensor:
+    """Relative L² errors per sample of ``s`` (at its own resolution), float64 on the CPU."""
+    device = next(iter(model.parameters())).device
+    grid = s.grid
+    weights = [a.weights(p) for a, p in zip(s.axes, grid, strict=True)]
+    out = []
+    for i in range(0, len(s), chunk):
+        u = model.values(model(s.inputs[i : i + chunk].to(device)), grid).double().cpu()
+        out.append(relative_sq(u, s.outputs[i : i + chunk], weights).sqrt())
+    return torch.cat(out)
+
+
+def build_model(config: Config, train: Samples) -> OperatorModel:
+    """A seeded model for ``train``'s shape, its scales fitted on ``train``."""
+    torch.manual_seed(config.seed)
+    model = OperatorModel(config, shape_of(train))
+    model.fit_scales(train.inputs, train.outputs)
+    return model
+
+
+class OperatorTask(Optimised):
+    """One seeded training run: model, Adam on a one-cycle schedule, and the batch sampler."""
+
+    model: OperatorModel
+
+    def __init__(self, config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device) -> None:
+        self.config, self.device = config, device
+        self.model = build_model(config, train).to(device)
+        self.optimiser = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay
+        )
+        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
+            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
+        )
+        self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.axes, self.grid = train.axes, train.grid
+        self.x = train.inputs.to(device)
+        self.u = train.outputs.to(device, self.model.dtype)
+        self.tests = dict(tests)
+
+    def train_step(self) -> Tensor:
+        idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
+        x, u = self.x[idx], self.u[idx]
+        if self.config.augment != "none":  # drawn from the sampler: checkpointed, so a resume repeats it
+            which = symmetry.draw(self.config.augment, len(idx), self.axes, self.grid, self.sampler)
+            x = symmetry.move(x, which, self.config.augment, self.axes)
+            u = symmetry.move(u, which, self.config.augment, self.axes)
+        loss = objective(self.model, x, u)
+        self.optimise(loss, clip=self.config.clip)
+        return loss
+
+    def errors(self) -> dict[str, Tensor]:
+        """Held-out relative L² errors per sample, per test set."""
+        return {name: errors(self.model, s) for name, s in self.tests.items()}
+
+    def evaluate(self) -> dict[str, float]:
+        return {f"{name}_rel_l2": float(e.mean()) for name, e in self.errors().items()}
+
+
+@dataclass(frozen=True)
+class Run:
+    """What :func:`train` returns: the trained model, the loop's record, and the task (for its test sets)."""
+
+    trained: Trained[OperatorModel]
+    task: OperatorTask
+
+
+def record(config: Config, shape: Shape) -> dict[str, Any]:
+    """What a checkpoint records of a run: the config's fields and the data's shape (``data_*`` fields)."""
+    return {**describe(config), **shape.to_dict()}
+
+
+def train(
+    config: Config,
+    train_set: Samples,
+    tests: Mapping[str, Samples],
+    out: Path | None,
+    device: torch.device | str = "cpu",
+    **options: Unpack[FitOptions],
+) -> Run:
+    """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
+    check_fit(config, train_set)
+    task = OperatorTask(config, train_set, tests, torch.device(device))
+    fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    progress = fit(
+        task,
+        config=record(config, shape_of(train_set)),
+        steps=config.steps,
+        out=out,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        fix=fix,
+        meta=SPEC.meta(),
+        **options,
+    )
+    return Run(Trained.of(task.model, progress), task)
