@@ -63,8 +63,8 @@ def _exists(path: Path) -> None:
 def contents(path: str | Path) -> dict[str, ArrayInfo]:
     """The arrays in ``path`` by key, with shapes and dtypes, reading no values (where the format allows)."""
     path = Path(path)
-    _exists(path)
     suffix = _suffix(path)
+    _exists(path)
     try:
         if suffix in (".pt", ".pth"):
             return {

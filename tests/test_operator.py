@@ -1,0 +1,220 @@
+"""The operator task end to end: data in every layout from exact solutions, trained through the Python API and the
+command line, loaded back, and evaluated anywhere against the exact functions; the Darcy model through the route.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import training
+from examples.operator.__main__ import main
+from operators.dataset import samples
+from operators.layout import Axis
+from tests.operator_cases import Case, antiderivative, periodic_inverse, poisson
+from training.tasks.darcy import data as darcy_data
+from training.tasks.darcy.config import PRESETS as DARCY
+from training.tasks.darcy.model import DarcyModel, centred
+from training.tasks.operator import PRESETS, Config, InputError, OperatorModel, predict, train
+from training.tasks.operator.program import parse_budget, steps_for
+from training.tasks.operator.train import build_model
+
+TINY = PRESETS["tiny"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def _relative(pred: np.ndarray, exact: np.ndarray) -> float:
+    n = len(exact)
+    return float(np.mean(np.sqrt(((pred - exact) ** 2).reshape(n, -1).sum(1) / (exact**2).reshape(n, -1).sum(1))))
+
+
+def _elsewhere(model: OperatorModel, case: Case, inputs: torch.Tensor, seed: int) -> float:
+    """The relative error of ``predict`` at random coordinates (a tensor grid) against the exact outputs."""
+    gen = torch.Generator().manual_seed(7)
+    coords = [a.lo + (a.hi - a.lo) * torch.rand(19, generator=gen, dtype=torch.float64) for a in case.axes]
+    pred = predict(model, inputs, at=coords)[..., 0].numpy()
+    c = case.draw(np.random.default_rng(seed), len(inputs))
+    return _relative(pred, case.outputs(c, tuple(x.numpy() for x in coords)))
+
+
+CASES = [
+    (poisson("nodes"), 17, 150),
+    (poisson("periodic"), 16, 150),  # Dirichlet data stored i/P: declared, not misread
+    (poisson("centres"), 16, 150),
+    (periodic_inverse(), 32, 400),  # a Fourier series along the circle
+    (antiderivative("chebyshev"), 16, 150),
+]
+
+
+@pytest.mark.parametrize(("case", "points", "steps"), CASES, ids=lambda c: getattr(c, "name", None))
+def test_the_model_learns_each_layout_and_predicts_anywhere(case: Case, points: int, steps: int) -> None:
+    tr = samples(*case.sample(200, points, 0), case.axes)
+    coarse = samples(*case.sample(20, points, 1), case.axes)
+    fine = samples(*case.sample(20, 2 * points, 1), case.axes)  # the same functions, twice the resolution
+    run = train(TINY.replace(steps=steps), tr, {"coarse": coarse, "fine": fine}, None, progress=False)
+    errs = {k: float(v.mean()) for k, v in run.task.errors().items()}
+    assert errs["coarse"] < 0.35, errs  # predicting zero is 1.0
+    assert errs["fine"] <= 1.5 * errs["coarse"] + 0.02, errs
+    # off the grid: the prediction is a function, as accurate between the samples as on them
+    elsewhere = _elsewhere(run.trained.model, case, coarse.inputs, 1)
+    assert elsewhere <= 1.2 * errs["coarse"] + 0.02, (elsewhere, errs)
+
+
+def _write(path: Path, case: Case, count: int, points: int, seed: int) -> None:
+    a, u = case.sample(count, points, seed)
+    np.savez(path, a=a, u=u)
+
+
+def test_the_command_line_trains_a_run_that_loads_and_predicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = poisson("periodic")
+    _write(tmp_path / "train.npz", case, 200, 16, 0)
+    _write(tmp_path / "test.npz", case, 20, 16, 1)
+    _write(tmp_path / "fine.npz", case, 20, 32, 1)
+    out = tmp_path / "run"
+    args = [
+        "--train",
+        str(tmp_path / "train.npz"),
+        "--test",
+        str(tmp_path / "test.npz"),
+        "--test",
+        str(tmp_path / "fine.npz"),
+    ]
+    args += ["--layout", "periodic", "--boundary", "zero", "--preset", "tiny", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "axis x: periodic (i/P) on [0, 1], boundary zero" in printed
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["tests"]) == {"test", "fine"} and report["tests"]["fine"]["grid"] == [32, 32]
+    assert (out / "worst-test.png").is_file()
+    model = training.load(out)
+    assert isinstance(model, OperatorModel) and not model.training
+    inputs = torch.from_numpy(case.sample(20, 16, 1)[0])
+    assert _elsewhere(model, case, inputs, 1) <= 1.2 * report["tests"]["test"]["mean"] + 0.02
+    # rerun: the finished run is resumed, not retrained
+    assert main(args) == 0
+    assert json.loads((out / "report.json").read_text())["resumed_from_step"] == report["steps"]
+
+
+def test_a_misread_grid_is_refused_before_training_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dirichlet data stored at ``i/P`` read as ``i/(P-1)`` with ``u = 0`` imposed trained silently to a 16% floor; now
+    the ends are checked and the layout named."""
+    _write(tmp_path / "train.npz", poisson("periodic"), 20, 16, 0)
+    args = [
+        "--train",
+        str(tmp_path / "train.npz"),
+        "--boundary",
+        "zero",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nodes are likely i/P" in err and "declare layout periodic for axis" in err
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_the_darcy_grid_model_is_the_operator_model_with_the_grid_presets_settings() -> None:
+    """The same seed builds the same weights; the same weights compute the same solution (float32 rounding)."""
+    dc = DARCY["grid"].replace(
+        points=17, refine=1, modes=8, n_train=12, n_test=3, width=16, hidden=24, reader_width=8, channels=2
+    )
+    sp = darcy_data.splits(dc.family, dc.n_train, dc.n_test, dc.points, dc.seed, dc.refine)
+    log_a, m = centred(sp.train.a.log())
+    torch.manual_seed(dc.seed)
+    darcy = DarcyModel(dc, float(log_a.mean()), float(log_a.std()), float((sp.train.u * m.exp()).pow(2).mean().rsqrt()))
+    oc = Config(
+        modes=8,
+        width=16,
+        hidden=24,
+        heads=dc.heads,
+        depth=dc.depth,
+        activation=dc.activation,
+        window=dc.window,
+        frequencies=dc.frequencies,
+        reader_width=8,
+        reader_heads=dc.reader_heads,
+        reader_window=dc.reader_window,
+        channels=2,
+        log_input=True,
+        homogeneous=-1.0,
+        augment="square",
+        seed=dc.seed,
+    )
+    axis = Axis("nodes", boundary="zero")
+    ours = build_model(oc, samples(sp.train.a, sp.train.u, (axis, axis)))
+    theirs = darcy.state_dict()
+    shared = [k for k, v in ours.state_dict().items() if k in theirs and theirs[k].shape == v.shape]
+    assert len(shared) > 40
+    for k in shared:
+        if k not in ("in_shift", "in_scale", "out_scale"):
+            assert torch.equal(ours.state_dict()[k], theirs[k]), k
+    torch.testing.assert_close(ours.in_scale[0], darcy.in_scale, rtol=1e-6, atol=0)
+    with torch.no_grad():
+        want = darcy.on_grid(darcy(sp.test.a.log()))
+        got = ours.values(ours(sp.test.a[..., None]), (17, 17))[..., 0]
+    assert float((got - want).abs().max()) < 1e-5 * float(want.abs().max()) + 1e-8
+
+
+def test_predict_checks_its_arguments() -> None:
+    case = antiderivative("nodes")
+    tr = samples(*case.sample(8, 12, 0), case.axes)
+    model = train(TINY.replace(steps=1, modes=6), tr, {}, None, progress=False).trained.model
+    x = tr.inputs
+    for bad, match in (
+        (lambda: predict(model, [1.0]), "inputs must be a tensor"),  # type: ignore[arg-type]
+        (lambda: predict(model, x[:0]), "empty batch"),
+        (lambda: predict(model, x[..., None]), "expected \\(batch, x, 1\\)"),
+        (lambda: predict(model, x.long()), "expected floats"),
+        (lambda: predict(model, x, chunk=0), "chunk must be an int >= 1"),
+        (lambda: predict(model, x, at=(torch.tensor([1.5], dtype=torch.float64),)), "outside the axis's extent"),
+        (lambda: predict(model, x, at=torch.zeros(3, 2)), "expected \\(M, 1\\)"),
+    ):
+        with pytest.raises(InputError, match=match):
+            bad()
+    # scattered points and a tensor grid agree
+    t = torch.linspace(0, 1, 7, dtype=torch.float64)
+    torch.testing.assert_close(predict(model, x, at=t[:, None]), predict(model, x, at=(t,)))
+
+
+def test_a_budget_is_steps_or_time() -> None:
+    assert parse_budget("3000") == ("steps", 3000.0)
+    assert parse_budget("1.5h") == ("seconds", 5400.0) and parse_budget("90s") == ("seconds", 90.0)
+    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 10
+    for bad in ("0", "ten minutes", "-5m", "1e9"):
+        with pytest.raises(training.UserError, match="--budget"):
+            parse_budget(bad)
+
+
+def test_a_time_budget_sets_the_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "train.npz", antiderivative("nodes"), 16, 12, 0)
+    out = tmp_path / "run"
+    args = ["--train", str(tmp_path / "train.npz"), "--preset", "tiny", "--config", "modes=6", "--budget", "3s"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    said = capsys.readouterr().out
+    steps = json.loads((out / "report.json").read_text())["steps"]
+    assert f"so {steps} steps" in said and steps >= 10
+
+
+def test_the_fno_peer_trains_on_the_same_batches(tmp_path: Path) -> None:
+    pytest.importorskip("neuralop")
+    from training.tasks.operator import fno
+
+    case = poisson("nodes")
+    tr = samples(*case.sample(24, 17, 0), case.axes)
+    te = samples(*case.sample(6, 17, 1), case.axes)
+    peer = fno.train_fno(TINY.replace(steps=20, augment="square"), tr, {"t": te}, 20000, torch.device("cpu"))
+    assert abs(peer.parameters / 20000 - 1) < 0.25 and peer.errors["t"].shape == (6,)
+    assert torch.isfinite(peer.errors["t"]).all()
