@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -73,6 +74,7 @@ PROGRAMS = [
     Program("examples.graph_hops", (*QUICK, "--models", "ours"), TRAINING | {"threads"}, "ours/checkpoint.pt"),
     Program("examples.semirings", (), frozenset({"seed"})),
     Program("applicative.laws", ("instances:LOG", "--examples", "1")),  # the law checker
+    Program("examples.operator", ("--train", str(ROOT / "tests" / "data" / "operator_tiny.npz"), *QUICK, "--threads", "1"), TRAINING | {"threads"}, "checkpoint.pt"),  # noqa: E501
 ]
 # fmt: on
 
@@ -120,6 +122,21 @@ def _file(name: str, mode: int | None = None, directory: bool = False, text: str
             path.chmod(mode)
 
     return prepare
+
+
+def _arrays(name: str, a: Any, u: Any) -> Prepare:
+    """Write ``name`` (``.npz``) holding ``a`` and ``u`` into the case's working directory."""
+
+    def prepare(cwd: Path, program: Program) -> None:
+        np.savez(cwd / name, a=a, u=u)
+
+    return prepare
+
+
+_X = np.arange(16) / 16  # i/P: the x = 1 end absent
+_DIRICHLET = np.sin(np.pi * _X)[None, :, None] * np.sin(np.pi * _X)[None, None, :] * np.ones((4, 1, 1))
+_PERIODIC = np.cos(2 * np.pi * np.arange(16) / 15)[None] * np.arange(1, 5)[:, None]  # i/(P-1): 0 and 1 both stored
+_NAN_A = np.where(np.arange(16)[None, :] == 3, np.nan, np.ones((4, 16)))
 
 
 def _needs(*options: str) -> frozenset[str]:
@@ -170,6 +187,19 @@ SPECIFIC = [
     ("applicative.laws", Case("no such ring module", _needs(), ("instances:Vector", "--ring", "nosuch:R"), "no module named 'nosuch'", alone=True)),  # noqa: E501
     ("applicative.laws", Case("ring not a ring", _needs(), ("instances:Vector", "--ring", "instances:Chebyshev"), "not a ring", alone=True)),  # noqa: E501
     ("applicative.laws", Case("no such name", _needs(), ("instances:Nothing",), "no attribute 'Nothing'", alone=True)),
+    ("examples.operator", Case("no such file", _needs(), ("--train", "absent.npz"), "absent.npz: no such file")),
+    ("examples.operator", Case("unknown file type", _needs(), ("--train", "d.csv"), "unknown file type '.csv'", _file("d.csv", text="1,2"), ("d.csv",))),  # noqa: E501
+    ("examples.operator", Case("no such key", _needs(), ("--output-key", "sol"), "no key 'sol'; the file holds a, u")),
+    ("examples.operator", Case("NaN in the data", _needs(), ("--train", "n.npz", "--dims", "1"), "NaN or infinite (the first in sample 0)", _arrays("n.npz", _NAN_A, np.ones((4, 16))), ("n.npz",))),  # noqa: E501
+    ("examples.operator", Case("counts differ", _needs(), ("--train", "c.npz", "--dims", "1"), "4 input samples (key 'a') but 3 outputs", _arrays("c.npz", np.ones((4, 16)), np.ones((3, 16))), ("c.npz",))),  # noqa: E501
+    ("examples.operator", Case("log of zero", _needs(), ("--train", "b.npz", "--dims", "1", "--log-input", "true"), "input values are <= 0", _arrays("b.npz", np.zeros((4, 16)), np.ones((4, 16))), ("b.npz",))),  # noqa: E501
+    ("examples.operator", Case("misread grid", _needs(), ("--train", "g.npz", "--boundary", "zero"), "nodes are likely i/P", _arrays("g.npz", _DIRICHLET, _DIRICHLET), ("g.npz",))),  # noqa: E501
+    ("examples.operator", Case("end stored twice", _needs(), ("--train", "p.npz", "--layout", "periodic"), "stores the end twice", _arrays("p.npz", _PERIODIC, _PERIODIC), ("p.npz",))),  # noqa: E501
+    ("examples.operator", Case("too few samples for the modes", _needs(), ("--config", "modes=40"), "fewer than the 40 coefficients")),  # noqa: E501
+    ("examples.operator", Case("no such layout", _needs(), ("--layout", "uniform"), "--layout 'uniform': must be one of")),  # noqa: E501
+    ("examples.operator", Case("extent not a range", _needs(), ("--extent", "0-1"), "--extent '0-1': expected LO:HI")),
+    ("examples.operator", Case("a budget in words", _needs(), ("--budget", "soon"), "--budget 'soon'")),
+    ("examples.operator", Case("shifts on a bounded axis", _needs(), ("--augment", "shifts"), "no axis has boundary periodic")),  # noqa: E501
 ]
 # fmt: on
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from training.config import Checked, between
+from training.config import INT_LIMIT, Checked, between
 
 Activation = Literal["relu", "gelu"]
 Augment = Literal["none", "flips", "square", "shifts"]
@@ -40,7 +40,7 @@ class Config(Checked):
         augment: train on batches moved by symmetries the operator commutes with (the user's claim):
             ``"flips"`` (each axis reflected), ``"square"`` (the square's eight symmetries, two like axes),
             ``"shifts"`` (translations along periodic axes), ``"none"``.
-        steps, batch: optimisation steps (1..10⁸) and samples per step (1..65536).
+        steps, batch: optimisation steps (1..2³¹-1) and samples per step (1..65536).
         lr, beta2, weight_decay, warmup, clip: Adam's peak rate (0..10] on a one-cycle schedule, its second-moment
             decay [0, 1), weight decay [0, 1], the warm-up fraction [0, 1] and gradient-norm clipping (0: none).
         smooth: weight ``λ`` of the smoothing penalty on the predicted series (0..100), per unit mean square of
@@ -66,7 +66,7 @@ class Config(Checked):
     log_input: bool = False
     homogeneous: float = between(0.0, -8.0, 8.0)
     augment: Augment = "none"
-    steps: int = between(2000, 1, 10**8)
+    steps: int = between(2000, 1, INT_LIMIT)
     batch: int = between(32, 1, 65536)
     lr: float = between(1e-2, 1e-12, 10.0)
     beta2: float = between(0.95, 0.0, 0.999999)
