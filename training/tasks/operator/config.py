@@ -95,6 +95,9 @@ class Config(Checked):
 
 PRESETS: dict[str, Config] = {
     "default": Config(),
+    # Darcy flow's coefficient-to-solution map: read log a, u(c a) = u(a) / c built in, the square's symmetries
+    # (the Darcy grid model exactly, on data with zero ends: --boundary zero)
+    "darcy": Config(log_input=True, homogeneous=-1.0, augment="square"),
     # seconds: for tests and smoke runs
     "tiny": Config(
         modes=8,
