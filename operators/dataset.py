@@ -170,7 +170,7 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
         try:
             check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}")
             if axis.layout == "periodic":
-                check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}")
+                check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
         except LayoutError as e:
             raise DataError(str(e)) from None
 

@@ -175,7 +175,9 @@ def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
 
 
-def check_layout(values: np.ndarray | Tensor, axis: Axis, dim: int, name: str, where: str) -> None:
+def check_layout(
+    values: np.ndarray | Tensor, axis: Axis, dim: int, name: str, where: str, *, ends: bool = True
+) -> None:
     """Raise :class:`LayoutError` when the samples ``values`` contradict ``axis`` along ``dim``.
 
     ``name`` names the axis (``"x"``) and ``where`` the array (``"train.pt, key 'u'"``) in the message. Checked:
@@ -184,7 +186,8 @@ def check_layout(values: np.ndarray | Tensor, axis: Axis, dim: int, name: str, w
       the file stores the end twice, so its nodes are ``i/(P - 1)``;
     * a ``"zero"`` boundary whose stored ends (``"nodes"``, ``"lobatto"``: both; ``"periodic"``: the left) are
       not zero (root-mean-square above ``1e-3`` of the field's): with the other end zero and this one not, the
-      nodes are likely ``i/P`` (``layout="periodic"``); with neither zero, the boundary is not zero.
+      nodes are likely ``i/P`` (``layout="periodic"``); with neither zero, the boundary is not zero. Only with
+      ``ends`` (an input function need not vanish where the output does).
     """
     v = values.detach().cpu().numpy() if isinstance(values, Tensor) else np.asarray(values)
     p = v.shape[dim]
@@ -201,7 +204,7 @@ def check_layout(values: np.ndarray | Tensor, axis: Axis, dim: int, name: str, w
             f"{where}: axis {name} is declared periodic (i/P) but its last sample repeats its first in every sample: "
             "the file stores the end twice; declare layout nodes (i/(P-1)) for it, or drop the last sample"
         )
-    if axis.bc != "zero" or axis.layout in ("centres", "chebyshev"):
+    if not ends or axis.bc != "zero" or axis.layout in ("centres", "chebyshev"):
         return
     ends = {"first": _rms(first) / scale, "last": _rms(last) / scale}
     if axis.layout == "periodic":

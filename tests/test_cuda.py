@@ -25,6 +25,7 @@ from models import EncoderLayer, Funcformer, FuncformerConfig, Readout, tree_fea
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 CUDA = torch.device("cuda")
+DEVICE = "cuda"
 F64 = torch.float64
 
 
@@ -195,3 +196,39 @@ def test_the_compiled_darcy_model_on_cuda(sequence: str) -> None:
     assert len(g_compiled) == len(g_eager) > 0
     for a, b in zip(g_compiled, g_eager, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-5)
+
+
+def test_fourier_attention_and_transforms_match_the_cpu() -> None:
+    from instances import Fourier
+
+    torch.manual_seed(0)
+    s = Fourier(9)
+    keys = Field(torch.randn(3, 9, 4, dtype=F64), (s, Vector(4)))
+    values = Field(torch.randn(3, 9, 2, dtype=F64), (s, Vector(2)))
+    queries = Field(torch.randn(3, 5, 4, dtype=F64), (Vector(5), Vector(4)))
+    want = attention(ScaledSoftmax(0.5), queries, keys, values).tensor
+    got = attention(ScaledSoftmax(0.5), queries.to(CUDA), keys.to(CUDA), values.to(CUDA)).tensor
+    _close(got, want)
+    big = torch.randn(2, 301, dtype=F64)  # the FFT path
+    _close(s.basis.positions(big.to(CUDA)[:, :9], -1, 17), s.basis.positions(big[:, :9], -1, 17))
+
+
+def test_the_operator_model_trains_and_predicts_on_cuda() -> None:
+    """The general operator task on CUDA: a step of training and ``predict`` equal the CPU's (float64)."""
+    from operators.dataset import samples
+    from operators.layout import Axis
+    from training.tasks.operator import PRESETS, predict
+    from training.tasks.operator.train import OperatorTask
+
+    axes = (Axis("periodic", boundary="zero"), Axis("periodic"))
+    x = torch.linspace(0, 1, 17, dtype=F64)[:-1]
+    c = torch.randn(12, 2, generator=torch.Generator().manual_seed(0), dtype=F64)
+    u = c[:, :1, None] * torch.sin(math.pi * x)[:, None] * torch.cos(2 * math.pi * x)[None, :]  # zero at x = 0
+    s = samples((u + c[:, 1:, None]).exp(), u, axes)
+    cfg = PRESETS["tiny"].replace(dtype="float64", log_input=True, augment="shifts", batch=4)
+    tasks = {dev: OperatorTask(cfg, s, {}, torch.device(dev)) for dev in ("cpu", DEVICE)}
+    losses = {dev: float(t.train_step().detach()) for dev, t in tasks.items()}
+    assert math.isclose(losses["cpu"], losses[DEVICE], rel_tol=1e-9)
+    t = torch.linspace(0, 1, 7, dtype=F64)
+    want = predict(tasks["cpu"].model, s.inputs[:3], at=(t, t))
+    torch.testing.assert_close(predict(tasks[DEVICE].model, s.inputs[:3], at=(t, t)), want, rtol=1e-9, atol=1e-12)
