@@ -90,7 +90,7 @@ def test_a_dirichlet_grid_stored_periodic_style_is_caught_and_the_layout_named()
     with pytest.raises(LayoutError, match=r"nodes are likely i/P.*declare layout periodic for axis x"):
         check_layout(u, Axis("nodes", boundary="zero"), 1, "x", "f.npz, key 'u'")
     check_layout(u, Axis("periodic", boundary="zero"), 1, "x", "f.npz")  # declared right: accepted
-    axes = (Axis("periodic", boundary="zero"), Axis("periodic", boundary="zero"))
+    axes = (Axis("periodic", boundary="zero"), Axis("periodic"))
     samples(np.exp(u) + 1, u, axes)  # the inputs need not vanish where the outputs do
     check_layout(_dirichlet(33, "nodes"), Axis("nodes", boundary="zero"), 1, "x", "f.npz")
     with pytest.raises(LayoutError, match=r"declare boundary free"):
