@@ -59,8 +59,14 @@ def count(m: nn.Module) -> int:
 
 
 def width_for(params: int, dims: int, c_in: int, c_out: int, modes: int) -> int:
-    """The hidden width whose FNO's parameter count is nearest ``params``."""
-    return min(range(2, 129), key=lambda h: abs(count(fno(dims, c_in, c_out, h, modes)) - params))
+    """The hidden width (2..256) whose FNO's parameter count is nearest ``params`` (the count grows with the width:
+    bisection, a handful of models built)."""
+    size = lambda h: count(fno(dims, c_in, c_out, h, modes))  # noqa: E731
+    lo, hi = 2, 256
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if size(mid) <= params else (lo, mid)
+    return min((lo, hi), key=lambda h: abs(size(h) - params))
 
 
 @dataclass
