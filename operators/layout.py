@@ -206,13 +206,13 @@ def check_layout(
         )
     if not ends or axis.bc != "zero" or axis.layout in ("centres", "chebyshev"):
         return
-    ends = {"first": _rms(first) / scale, "last": _rms(last) / scale}
+    sizes = {"first": _rms(first) / scale, "last": _rms(last) / scale}
     if axis.layout == "periodic":
-        ends.pop("last")
-    bad = [k for k, r in ends.items() if r > ZERO_TOLERANCE]
+        sizes.pop("last")
+    bad = [k for k, r in sizes.items() if r > ZERO_TOLERANCE]
     if not bad:
         return
-    shown = ", ".join(f"{k} {ends[k]:.1e}" for k in bad)
+    shown = ", ".join(f"{k} {sizes[k]:.1e}" for k in bad)
     if axis.layout == "nodes" and bad == ["last"]:
         fix = (
             "the first end is zero and the last is not: the nodes are likely i/P, the end absent; declare "

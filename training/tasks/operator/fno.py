@@ -61,7 +61,10 @@ def count(m: nn.Module) -> int:
 def width_for(params: int, dims: int, c_in: int, c_out: int, modes: int) -> int:
     """The hidden width (2..256) whose FNO's parameter count is nearest ``params`` (the count grows with the width:
     bisection, a handful of models built)."""
-    size = lambda h: count(fno(dims, c_in, c_out, h, modes))  # noqa: E731
+
+    def size(h: int) -> int:
+        return count(fno(dims, c_in, c_out, h, modes))
+
     lo, hi = 2, 256
     while hi - lo > 1:
         mid = (lo + hi) // 2
