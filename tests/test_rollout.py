@@ -1,0 +1,75 @@
+"""Time-stepping with the operator model: windows of a trajectory, autoregressive rollout, errors over the horizon,
+against a heat equation solved exactly in Fourier space (a hand-written simulation)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from operators.layout import Axis
+from training.tasks.operator import PRESETS, InputError, train
+from training.tasks.operator.rollout import horizon_errors, rollout, windows
+
+AXES = (Axis("periodic"),)
+NU, DT = 0.01, 0.5
+
+
+def heat(n: int, steps: int, points: int, seed: int) -> torch.Tensor:
+    """``u_t = ν u_xx`` on the circle ``[0, 1)``, exactly: each mode ``e^{2πikx}`` decays by ``e^{-ν (2πk)² Δt}``
+    a step. Random low modes; ``(n, steps, points)``."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(points) / points
+    k = np.arange(1, 5)
+    a, b = rng.standard_normal((2, n, 4))
+    t = np.arange(steps) * DT
+    decay = np.exp(-NU * (2 * math.pi * k[None, :]) ** 2 * t[:, None])  # (steps, 4)
+    u = np.einsum("nk,tk,xk->ntx", a, decay, np.cos(2 * math.pi * np.outer(x, k)))
+    u += np.einsum("nk,tk,xk->ntx", b, decay, np.sin(2 * math.pi * np.outer(x, k)))
+    return torch.from_numpy(u)
+
+
+def exact_step(x: torch.Tensor) -> torch.Tensor:
+    """The heat equation's exact step from the window's last state (its last channel): ``(N, P, w) -> (N, P, 1)``."""
+    last = x[..., -1]
+    k = torch.fft.rfftfreq(last.shape[-1], 1 / last.shape[-1], dtype=torch.float64)
+    return torch.fft.irfft(torch.fft.rfft(last) * torch.exp(-NU * (2 * math.pi * k) ** 2 * DT), last.shape[-1])[
+        ..., None
+    ]
+
+
+def test_windows_pair_each_run_of_states_with_the_next() -> None:
+    u = heat(3, 6, 16, 0)
+    s = windows(u, 2, AXES)
+    assert s.inputs.shape == (3 * 4, 16, 2) and s.outputs.shape == (3 * 4, 16, 1)
+    torch.testing.assert_close(s.inputs[5, :, 0], u[1, 1])  # trajectory 1, start 1: states 1 and 2, then 3
+    torch.testing.assert_close(s.inputs[5, :, 1], u[1, 2])
+    torch.testing.assert_close(s.outputs[5, :, 0], u[1, 3])
+    with pytest.raises(InputError, match="longer than it"):
+        windows(u, 6, AXES)
+
+
+def test_an_exact_step_rolls_out_the_exact_trajectory_and_errors_are_relative_l2() -> None:
+    u = heat(4, 8, 32, 1)
+    pred = rollout(exact_step, u[:, :2], 6, dims=1)
+    torch.testing.assert_close(pred[..., 0], u[:, 2:], rtol=1e-10, atol=1e-12)
+    noisy = pred + 0.01 * torch.randn_like(pred)
+    per_step, total = horizon_errors(noisy, u[:, 2:, :, None], AXES)
+    want = ((noisy[..., 0] - u[:, 2:]).pow(2).sum(-1) / u[:, 2:].pow(2).sum(-1)).sqrt()  # uniform weights
+    torch.testing.assert_close(per_step, want)
+    want_total = ((noisy[..., 0] - u[:, 2:]).pow(2).sum((1, 2)) / u[:, 2:].pow(2).sum((1, 2))).sqrt()
+    torch.testing.assert_close(total, want_total)
+
+
+def test_a_trained_model_rolls_out_with_its_error_reported_per_step() -> None:
+    torch.set_num_threads(1)
+    train_set = windows(heat(40, 8, 32, 2), 2, AXES)
+    run = train(PRESETS["tiny"].replace(steps=300, modes=9), train_set, {}, None, progress=False)
+    test = heat(6, 8, 32, 3)
+    pred = rollout(run.trained.model, test[:, :2], 6, dims=1)
+    per_step, total = horizon_errors(pred, test[:, 2:, :, None], AXES)
+    assert per_step.shape == (6, 6) and bool(torch.isfinite(per_step).all())
+    assert float(per_step[:, 0].mean()) < 0.3  # one step: far better than predicting zero (1.0)
+    assert bool((total >= per_step.min(1).values - 1e-12).all() and (total <= per_step.max(1).values + 1e-12).all())
