@@ -174,7 +174,7 @@ def mass(s: Contract, like: Tensor) -> Tensor:
     total = lw.exp().sum(-1)  # (*batch,)
     if like.ndim - 1 < total.ndim:  # a value shared by every example: one mass per example
         return total
-    return total.reshape(*total.shape, *([1] * (like.ndim - 1 - total.ndim))).expand(like.shape[:-1])
+    return total.reshape((*total.shape, *([1] * (like.ndim - 1 - total.ndim)))).expand(like.shape[:-1])
 
 
 def softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
