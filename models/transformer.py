@@ -363,7 +363,27 @@ def encoder(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> Transformer[Fe, D]:
-    """A ``depth``-layer encoder ``S x F -> S x F`` (``depth=0``: only the embedding, final norm and unembedding)."""
+    """A ``depth``-layer encoder ``Field[S, F] -> Field[S, F]`` over any sequence structure ``S``.
+
+    ``x ↦ unembed (norm (layers (embed x)))``: each layer is pre-norm (``norm_first``) multi-head attention over
+    ``S`` and an MLP on ``model``, with residuals. ``S`` is whatever structure the input's outer axis has
+    (a ``Vector``, ``Padded`` sequences, a Chebyshev series, a tree, ...), so one model runs on all of them;
+    attention integrates over ``S`` with its measure.
+
+    Args:
+        features: ``F``, the structure of each position's input and output features.
+        model: ``D``, the model structure (``Vector(64)``); it must split into ``heads``.
+        hidden: the MLPs' hidden structure.
+        heads: attention heads (each over ``model.split(heads)``).
+        depth: layers (``0``: only the embedding, final norm and unembedding).
+        norm_first: pre-norm (the default) or post-norm layers.
+        normalise: the attention normalisation (default: the scaled softmax, ``1/√(size of a head)``).
+        dtype, device: of the parameters.
+
+    Returns:
+        A :class:`Transformer`, an ``nn.Module`` mapping ``Field[S, F]`` (any leading batch axes) to
+        ``Field[S, F]``.
+    """
     check_count("encoder", "heads", heads, 1)
     check_count("encoder", "depth", depth, 0, "depth=0 gives only the embedding, final norm and unembedding")
     layers = [

@@ -5,7 +5,11 @@ fresh working directory. A block is marked by an HTML comment on the line before
 
 * ``<!-- docs-test: skip (why) -->`` -- not run (a template with a placeholder); the reason is required;
 * ``<!-- docs-test: needs runs/poisson -->`` -- runs where ``runs/poisson`` holds a (tiny, two-step)
-  trained Poisson run, as the page's reader would have after ``python -m examples.poisson``.
+  trained Poisson run, as the page's reader would have after ``python -m examples.poisson``;
+* ``<!-- docs-test: needs examples -->`` -- imports the checkout's ``examples`` (a program section).
+
+Every other block runs as an installed user has it: ``examples`` (the checkout's programs, not installed)
+cannot be imported while it runs.
 
 Shell commands and long training runs are in ```bash fences, which are not run. Law checks run with a
 small hypothesis budget (the laws themselves are tested in tests/test_laws.py).
@@ -13,8 +17,14 @@ small hypothesis budget (the laws themselves are tested in tests/test_laws.py).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.abc
+import inspect
 import os
+import pkgutil
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +37,31 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 FENCE = re.compile(r"^```(\w*)\s*$")
-MARK = re.compile(r"^<!-- docs-test: (skip \(.+\)|needs runs/poisson) -->$")
+MARK = re.compile(r"^<!-- docs-test: (skip \(.+\)|needs runs/poisson|needs examples) -->$")
+
+
+class _NoExamples(importlib.abc.MetaPathFinder):
+    """Refuses ``examples`` and its submodules, as an installed user's interpreter would."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "examples" or name.startswith("examples."):
+            raise ModuleNotFoundError(f"No module named {name!r} (the checkout's programs are not installed)")
+        return None
+
+
+@contextlib.contextmanager
+def _installed_user() -> Iterator[None]:
+    """``examples`` not importable (and forgotten, if a test imported it earlier) while the block runs."""
+    hidden = {n: m for n, m in sys.modules.items() if n == "examples" or n.startswith("examples.")}
+    for name in hidden:
+        del sys.modules[name]
+    finder = _NoExamples()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.update(hidden)
 
 
 @dataclass(frozen=True)
@@ -103,8 +137,150 @@ def test_the_pages_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: py
         where = f"{block.page.relative_to(ROOT)}:{block.line}"
         # line numbers in a traceback are the page's own
         code = compile("\n" * block.line + block.code, where, "exec")
+        user = contextlib.nullcontext() if block.mark == "needs examples" else _installed_user()
         try:
-            exec(code, namespace)
+            with user:
+                exec(code, namespace)
         except Exception as e:
             raise AssertionError(f"the block at {where} fails: {type(e).__name__}: {e}") from e
     assert os.getcwd() == str(tmp_path)
+
+
+def test_a_block_cannot_import_examples_unless_marked() -> None:
+    """The installed user's environment is real: ``examples`` fails to import inside it, and only there."""
+    with _installed_user(), pytest.raises(ModuleNotFoundError):
+        import examples
+    import examples.poisson  # a checkout has it (pyproject's pythonpath)
+
+    assert examples.poisson.__name__ == "examples.poisson"
+
+
+# ---- the pages' shape ---------------------------------------------------------------------------------------
+
+GUIDE_LINES = 300
+CELL_CHARS = 300
+
+
+def test_every_guide_is_short() -> None:
+    long = {
+        p.name: n
+        for p in (ROOT / "docs" / "guides").glob("*.md")
+        if (n := len(p.read_text().splitlines())) > GUIDE_LINES
+    }
+    assert not long, f"guides over {GUIDE_LINES} lines (move the history to docs/notes/): {long}"
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "docs" / "results.md"], ids=lambda p: p.name)
+def test_no_results_cell_is_long(page: Path) -> None:
+    cells = [c.strip() for line in page.read_text().splitlines() if line.startswith("|") for c in line.split("|")]
+    long = [c[:80] for c in cells if len(c) > CELL_CHARS]
+    assert not long, f"{page.name}: cells over {CELL_CHARS} characters (history belongs in docs/notes/): {long}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_list_is_not_glued_to_its_paragraph(page: Path) -> None:
+    """A bullet list right after a paragraph line (no blank line) renders as one paragraph with literal ``*``."""
+    glued, fence = [], False
+    lines = page.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            fence = not fence
+        previous = lines[i - 1] if i else ""
+        if fence or not re.match(r"(\* |- |\d+\. )", line) or not previous.strip():
+            continue
+        if not re.match(r"(\* |- |\d+\. |\s|\||<!--)", previous):
+            glued.append(i + 1)
+    assert not glued, f"{page.name}: a list follows its paragraph without a blank line at lines {glued}"
+
+
+# ---- the site: built, every public name in the reference, the docstrings' markup rendered --------------------
+
+PACKAGES = ("applicative", "instances", "models", "operators", "training")
+LITERAL_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|math):(`|<code>)")
+SOURCE_ROLE = re.compile(r":(?:class|meth|func|attr|mod|data|exc|obj):`~?((?:" + "|".join(PACKAGES) + r")(?:\.\w+)+)`")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mkdocs build --strict`` into a temporary directory (about 10 s; the ``docs`` extra must be installed)."""
+    pytest.importorskip("mkdocstrings", reason="the docs extra: pip install -e '.[docs]'")
+    out = tmp_path_factory.mktemp("site")
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return out
+
+
+def _public_names() -> list[str]:
+    """Every public module of the installed packages, and every public name in each (its ``__all__``, or the
+    classes and functions it defines): found by walking the packages, so a new module joins by itself."""
+    found: list[str] = []
+    for package in PACKAGES:
+        root = importlib.import_module(package)
+        walked = pkgutil.walk_packages(root.__path__, f"{package}.")
+        names = [info.name for info in walked if not any(part.startswith("_") for part in info.name.split("."))]
+        for module in [root, *map(importlib.import_module, names)]:
+            exported = getattr(module, "__all__", None)
+            if exported is None:
+                exported = [
+                    n
+                    for n, v in vars(module).items()
+                    if not n.startswith("_")
+                    and (inspect.isclass(v) or inspect.isfunction(v))
+                    and v.__module__ == module.__name__
+                ]
+            found += [module.__name__, *(f"{module.__name__}.{n}" for n in exported)]
+    return found
+
+
+def _reference(site: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted((site / "api").glob("*.html")))
+
+
+def test_the_reference_has_every_public_name(site: Path) -> None:
+    ids = set(re.findall(r'id="([\w.]+)"', _reference(site)))
+    names = _public_names()
+    assert len(names) > 200  # the walk found the packages (their count grows as modules land)
+    missing = [n for n in names if n not in ids]
+    assert not missing, f"{len(missing)} of {len(names)} public names are not in the API reference: {missing[:40]}"
+    for name in ("applicative.laws.check_laws", "applicative.laws.Arbitrary", "training.tasks.poisson.solve"):
+        assert name in ids, name
+
+
+def test_the_site_shows_no_sphinx_markup_and_renders_math(site: Path) -> None:
+    literal = {
+        str(p.relative_to(site)): sorted({m.group(0) for m in LITERAL_ROLE.finditer(p.read_text())})
+        for p in site.rglob("*.html")
+        if LITERAL_ROLE.search(p.read_text())
+    }
+    assert not literal, f"Sphinx roles shown as text: {literal}"
+    assert "<math" in (site / "api" / "training.html").read_text()  # :math: and .. math:: as MathML
+
+
+def test_cross_references_in_docstrings_are_links(site: Path) -> None:
+    """Each ``:class:`pkg.Name``` in a docstring that names a rendered object is a link to it on the site."""
+    reference = _reference(site)
+    ids = set(re.findall(r'id="([\w.]+)"', reference))
+    targets = {
+        m.group(1)
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        for m in SOURCE_ROLE.finditer(path.read_text())
+    }
+    rendered = {t for t in targets if t in ids}
+    assert len(rendered) > 20
+    linked = set(re.findall(r'href="[^"]*#([\w.]+)"', reference))
+    assert not rendered - linked, f"roles not rendered as links: {sorted(rendered - linked)[:20]}"
+
+
+def test_the_site_opens_from_disk(site: Path) -> None:
+    """``file://`` has no directory index and no server: every link names a file, search is bundled, and no page
+    fetches anything from the network."""
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        to_folders = [h for h in re.findall(r'href="([^"#:]*)"', text) if h.endswith("/") or h in ("", ".")]
+        assert not to_folders, f"{page.relative_to(site)}: links to folders {to_folders[:5]}"
+        remote = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?://[^"]+)"', text)
+        assert not remote, f"{page.relative_to(site)}: fetches {remote[:3]}"
+    assert (site / "search" / "search_index.js").exists()  # the offline plugin's bundled index

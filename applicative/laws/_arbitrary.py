@@ -123,9 +123,15 @@ class Arbitrary(Generic[S]):
             Arbitrary._registry[kind] = cls
 
     @staticmethod
-    def registered(kind: type[Structure]) -> type[Arbitrary[Any]] | None:
-        """The arbitrary class declared for the structure class ``kind`` (``kind = ...``), if one was imported."""
-        return Arbitrary._registry.get(kind)
+    def registered(kind: type[Structure], inherited: bool = False) -> type[Arbitrary[Any]] | None:
+        """The arbitrary class declared for the structure class ``kind`` (``kind = ...``), if one was imported.
+
+        With ``inherited``, the one declared for the nearest base class of ``kind`` that has one (a
+        nominal axis ``class Modes(Chebyshev): size = 8`` is drawn by ``ChebyshevArbitrary``).
+        """
+        if not inherited:
+            return Arbitrary._registry.get(kind)
+        return next((Arbitrary._registry[c] for c in kind.__mro__ if c in Arbitrary._registry), None)
 
     def structure(self, draw: Draw) -> S:
         """Draw one structure (with its per-example data, if it carries any)."""
@@ -215,6 +221,50 @@ class Fixed(Arbitrary[Structure]):
 
     def __repr__(self) -> str:
         return f"Fixed({self.fixed!r})"
+
+
+class Pinned(Arbitrary[Structure]):
+    """A registered arbitrary with its structure pinned to one object: ``check_laws(Chebyshev(7))``.
+
+    Every hook but :meth:`structure` is the registered arbitrary's: how values are drawn (the exact
+    subspace of a truncated series), compared, paired, moved by an isomorphism, and the tolerance.
+    """
+
+    def __init__(self, inner: Arbitrary[Any], fixed: Structure) -> None:
+        self.inner = inner
+        self.fixed = fixed
+
+    def structure(self, draw: Draw) -> Structure:
+        return self.fixed
+
+    def partner(self, s: Structure, draw: Draw) -> Structure:
+        return self.inner.partner(s, draw)
+
+    def unit(self, s: Structure, draw: Draw) -> Structure:
+        return self.inner.unit(s, draw)
+
+    def batch_shape(self, s: Structure) -> tuple[int, ...]:
+        return self.inner.batch_shape(s)
+
+    def value(
+        self, axes: tuple[Structure, ...], draw: Draw, batch: tuple[int, ...], elements: Elements, degree: int | None
+    ) -> Tensor:
+        return self.inner.value(axes, draw, batch, elements, degree)
+
+    def subspace(self, s: Structure, degree: int | None) -> str | None:
+        return self.inner.subspace(s, degree)
+
+    def observe(self, s: Structure, x: Tensor, dim: int) -> Tensor:
+        return self.inner.observe(s, x, dim)
+
+    def isomorphism(self, s: Structure, draw: Draw) -> Isomorphism | None:
+        return self.inner.isomorphism(s, draw)
+
+    def tolerance(self, s: Structure, default: Tolerance) -> Tolerance:
+        return self.inner.tolerance(s, default)
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r} at {self.fixed!r}"
 
 
 def elements_for(ring_exact: bool, zero: float) -> Elements:

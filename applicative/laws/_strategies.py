@@ -20,7 +20,7 @@ from torch import Tensor
 from .._field import Field
 from .._ring import REAL, Ring
 from .._structure import Structure
-from ._arbitrary import Arbitrary, Elements, Fixed, elements_for
+from ._arbitrary import Arbitrary, Elements, Fixed, Pinned, elements_for
 
 T = TypeVar("T")
 DrawFn = Callable[[st.SearchStrategy[Any]], Any]
@@ -85,13 +85,30 @@ def decode(raw: bytes, elements: Elements) -> Tensor:
 
 
 def arbitrary_of(target: object) -> Arbitrary[Any]:
-    """The :class:`Arbitrary` for a structure object, a ``Vector`` subclass, or an arbitrary itself."""
+    """The :class:`Arbitrary` the law checker uses for ``target`` (the one rule for code and command line).
+
+    * an :class:`Arbitrary` object is used as it is; an :class:`Arbitrary` class is constructed;
+    * a structure class with a registered arbitrary (an :class:`Arbitrary` subclass declaring
+      ``kind = ThatClass``, imported) is drawn by it, and so is a structure *object* whose class or
+      one of its bases has one, with the structure pinned to that object (:class:`Pinned`);
+    * otherwise a sized structure stored at its positions with the counting measure (``Vector`` and
+      its axes, object or class) is drawn at its size, and any other structure object is used as
+      it is (:class:`Fixed`), its values drawn with the defaults.
+    """
     from ._vector import VectorArbitrary
 
     if isinstance(target, Arbitrary):
         return target
     if isinstance(target, type) and issubclass(target, Arbitrary):
         return target()
+    if isinstance(target, type) and issubclass(target, Structure):
+        registered = Arbitrary.registered(target)
+        if registered is not None:
+            return _construct(registered, target)
+    elif isinstance(target, Structure):
+        registered = Arbitrary.registered(type(target), inherited=True)
+        if registered is not None:
+            return Pinned(_construct(registered, type(target)), target)
     vector_arbitrary = VectorArbitrary.of(target)
     if vector_arbitrary is not None:
         return vector_arbitrary
@@ -101,6 +118,16 @@ def arbitrary_of(target: object) -> Arbitrary[Any]:
         f"cannot check laws of {target!r}: pass a Structure object, a Vector subclass with a size, "
         "or an applicative.laws.Arbitrary"
     )
+
+
+def _construct(registered: type[Arbitrary[Any]], kind: type[Structure]) -> Arbitrary[Any]:
+    try:
+        return registered()
+    except TypeError as e:
+        raise TypeError(
+            f"the Arbitrary registered for {kind.__name__}, {registered.__name__}, needs constructor arguments "
+            f"({e}); pass one: check_laws({registered.__name__}(...))"
+        ) from None
 
 
 def ring_elements(ring: Ring) -> Elements:

@@ -117,7 +117,7 @@ WITH_LINEAR_PATH = Config(rank=12, out_modes=24, homogeneous=True, sources="mixe
 #: training law every step, 8 sources a step (at equal time, smaller batches and more steps won: 64 a step
 #: reach 1.8e-3, 16 1.6e-3, 8 1.1e-3 at a peak rate of 1e-2); 30000 steps at a peak rate of 5e-3: held-out
 #: 5.0-7.0e-4 over seeds 0-2 on one thread, where 24000 steps gave 1.0e-3 and 1.5e-3 on seeds 0 and 1 (issue
-#: 17's measurements in docs/guides/funcformer.md)
+#: 17's measurements in docs/notes/2026-11-poisson.md)
 FUNCFORMER = WITH_LINEAR_PATH.replace(
     rank=0,
     domain_modes=24,
