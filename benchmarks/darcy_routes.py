@@ -13,7 +13,6 @@ L² error of each, and the last line the ratio general / Darcy (target <= 1.1: t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -24,17 +23,20 @@ from pathlib import Path
 
 import numpy as np
 
+from training import UserError
+from training.cli import Parser, run_cli, threads
 from training.tasks.darcy import data
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = Parser(prog="darcy_routes", description=__doc__.split("\n")[0])
     p.add_argument("--family", choices=data.FAMILIES, default="piecewise")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--points", type=int, default=33)
     p.add_argument("--train", type=int, default=1000)
     p.add_argument("--test", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=threads, default=1, help="torch CPU threads of each run (both run at once)")
     p.add_argument("--quick", action="store_true", help="40 steps on 64 samples at 17² (12 modes): a smoke run")
     a = p.parse_args()
     if a.quick:
@@ -46,21 +48,20 @@ def main() -> int:
     np.savez(work / "train.npz", coeff=splits.train.a.numpy(), sol=splits.train.u.numpy())
     np.savez(work / "test.npz", coeff=splits.test.a.numpy(), sol=splits.test.u.numpy())
     print(f"data written to {work} ({time.perf_counter() - t0:.0f}s)")
-    shared = ["--steps", str(a.steps), "--config", f"seed={a.seed}", "--threads", "1", "--no-progress"]
+    shared = ["--steps", str(a.steps), "--config", f"seed={a.seed}", "--threads", str(a.threads), "--no-progress"]
     shared += ["--config", "modes=12"] if a.quick else []
     darcy = ["-m", "examples.darcy", "--preset", "grid", "--family", a.family, "--out", str(work / "darcy")]
     darcy += ["--config", f"n_train={a.train}", "--config", f"n_test={a.test}", "--config", f"points={a.points}"]
     general = ["-m", "examples.operator", "--preset", "darcy", "--layout", "nodes", "--boundary", "zero"]
     general += ["--train", str(work / "train.npz"), "--test", str(work / "test.npz"), "--out", str(work / "general")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     runs = {
         name: subprocess.Popen([sys.executable, *argv, *shared], env=env)
         for name, argv in (("darcy", darcy), ("general", general))
     }
     for name, proc in runs.items():
         if proc.wait() != 0:
-            print(f"the {name} run failed (exit {proc.returncode})")
-            return 1
+            raise UserError(f"the {name} run failed (exit {proc.returncode}); its error is printed above")
     d = json.loads((work / "darcy" / "report.json").read_text())
     g = json.loads((work / "general" / "report.json").read_text())
     ed, eg = d["held_out_relative_l2"]["mean"], g["tests"]["test"]["mean"]
@@ -71,4 +72,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("darcy_routes", main))
