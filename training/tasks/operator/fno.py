@@ -1,12 +1,20 @@
 """neuraloperator's FNO as the peer, trained by its authors' recipe on the same samples in the same run.
 
-The model (neuraloperator 2.0's ``FNO``, as its Darcy config builds it): 4 Fourier layers with
-``min(16, P/2)`` modes per axis, lifting and projection channel ratios 2, group norm, the grid as a positional
-embedding; its hidden channels chosen so its parameter count is nearest the operator model's. The recipe: AdamW,
-learning rate ``5e-3``, weight decay ``1e-4``, the rate halved five times over the run (theirs: every 60 of 300
-epochs). It reads the inputs standardised as the operator model does (``log`` first where configured) and is
-trained on the same batches -- the same draws and the same symmetries -- on the same loss (the squared relative
-L² error), and evaluated on every test set at its own resolution (zero-shot off the training grid).
+The model is neuraloperator 2.0's ``FNO`` with 4 Fourier layers, lifting and projection channel ratios 2 and the
+grid as a positional embedding; a :class:`Recipe` gives what its authors recommend for a problem -- the modes per
+axis, the norm, the optimiser and its schedule:
+
+* :data:`DARCY` (neuraloperator's ``config/darcy_config.py``): ``16`` modes, group norm; AdamW at ``5e-3``, weight
+  decay ``1e-4``, the rate halved five times over the run (theirs: every 60 of 300 epochs);
+* :data:`BURGERS` (the FNO paper, 1D): ``16`` modes, no norm; Adam at ``1e-3``, weight decay ``1e-4``, halved every
+  100 of 500 epochs -- five times over the run;
+* :data:`NAVIER_STOKES` (the FNO paper's FNO-2D, ten states in, the next out): ``12`` modes, no norm; Adam at
+  ``1e-3``, weight decay ``1e-4``, halved five times over the run.
+
+The hidden width is chosen so the parameter count is nearest the operator model's (:func:`width_for`). The peer
+reads the inputs standardised as the operator model does (``log`` first where configured), trains on the same
+batches -- the same draws and the same symmetries -- on the same loss (the squared relative L² error), and is
+evaluated on every test set at its own resolution (zero-shot off the training grid).
 
 Needs the ``bench`` extra (``pip install -e ".[bench]"``); without it :func:`check_available` says so in one line.
 """
@@ -17,6 +25,7 @@ import importlib.util
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -28,16 +37,31 @@ from training.errors import UserError
 from .config import Config
 from .train import relative_sq
 
-MODES = 16
+
+@dataclass(frozen=True)
+class Recipe:
+    """An FNO configured as its authors recommend for a problem (the width aside: from the parameter budget)."""
+
+    modes: int = 16
+    norm: Literal["group_norm"] | None = "group_norm"
+    optimiser: Literal["adam", "adamw"] = "adamw"
+    lr: float = 5e-3
+    weight_decay: float = 1e-4
+    halvings: int = 5  # the rate halved every 1/halvings of the run (theirs: every 60 of 300 epochs, 100 of 500)
+
+
+DARCY = Recipe()
+BURGERS = Recipe(modes=16, norm=None, optimiser="adam", lr=1e-3)
+NAVIER_STOKES = Recipe(modes=12, norm=None, optimiser="adam", lr=1e-3)
 
 
 def check_available() -> None:
     """A :class:`~training.UserError` when neuraloperator is not installed."""
     if importlib.util.find_spec("neuralop") is None:
-        raise UserError('--baseline fno needs neuraloperator: pip install -e ".[bench]" (neuraloperator==2.0.0)')
+        raise UserError("--baseline fno needs neuraloperator: pip install -e '.[bench]' (neuraloperator==2.0.0)")
 
 
-def fno(dims: int, c_in: int, c_out: int, hidden: int, modes: int) -> nn.Module:
+def fno(dims: int, c_in: int, c_out: int, hidden: int, modes: int, norm: str | None = "group_norm") -> nn.Module:
     """neuraloperator's FNO of ``hidden`` channels for a grid of ``dims`` axes."""
     from neuralop.models import FNO
 
@@ -49,7 +73,7 @@ def fno(dims: int, c_in: int, c_out: int, hidden: int, modes: int) -> nn.Module:
         n_layers=4,
         lifting_channel_ratio=2,
         projection_channel_ratio=2,
-        norm="group_norm",
+        norm=norm,
     )
     return model
 
@@ -58,30 +82,18 @@ def count(m: nn.Module) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
-def width_for(params: int, dims: int, c_in: int, c_out: int, modes: int) -> int:
+def width_for(params: int, dims: int, c_in: int, c_out: int, modes: int, norm: str | None = "group_norm") -> int:
     """The hidden width (2..256) whose FNO's parameter count is nearest ``params`` (the count grows with the width:
     bisection, a handful of models built)."""
 
     def size(h: int) -> int:
-        return count(fno(dims, c_in, c_out, h, modes))
+        return count(fno(dims, c_in, c_out, h, modes, norm))
 
     lo, hi = 2, 256
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if size(mid) <= params else (lo, mid)
     return min((lo, hi), key=lambda h: abs(size(h) - params))
-
-
-@dataclass
-class Result:
-    """The peer's run: its size, its held-out curve ``(step, seconds, error of the first test set)``, and errors."""
-
-    hidden: int
-    parameters: int
-    steps: int
-    seconds: float = 0.0
-    curve: list[tuple[int, float, float]] = field(default_factory=list)
-    errors: dict[str, Tensor] = field(default_factory=dict)
 
 
 class _Inputs:
@@ -102,60 +114,108 @@ class _Inputs:
         return ((self.read(inputs) - self.shift) / self.scale).movedim(-1, 1).float()
 
 
+class FNOTask:
+    """The peer's training run: the FNO, its recipe's optimiser, and a sampler drawing what the operator task draws
+    (seeded alike: the same batches and symmetries, step by step)."""
+
+    def __init__(
+        self,
+        config: Config,
+        recipe: Recipe,
+        train: Samples,
+        params: int,
+        device: torch.device,
+        hidden: int | None = None,
+    ) -> None:
+        check_available()
+        self.config, self.recipe, self.device = config, recipe, device
+        self.axes, self.grid = train.axes, train.grid
+        dims, (c_in, c_out) = len(train.axes), train.channels
+        self.modes = min([recipe.modes, *(p // 2 for p in train.grid)])
+        self.hidden = hidden if hidden is not None else width_for(params, dims, c_in, c_out, self.modes, recipe.norm)
+        torch.manual_seed(config.seed)
+        self.model = fno(dims, c_in, c_out, self.hidden, self.modes, recipe.norm).to(device)
+        self.prep = _Inputs(config, train)
+        self.x, self.u = self.prep(train.inputs).to(device), train.outputs.float().to(device)
+        self.scale = self.prep.out.float().to(device)
+        kind = torch.optim.AdamW if recipe.optimiser == "adamw" else torch.optim.Adam
+        self.optimiser = kind(self.model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
+        self.every = max(1, config.steps // recipe.halvings) if recipe.halvings else config.steps + 1
+        self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.weights = [a.weights(p, torch.float32, device) for a, p in zip(train.axes, train.grid, strict=True)]
+        self.step = 0
+
+    @property
+    def parameters(self) -> int:
+        return count(self.model)
+
+    def train_step(self) -> Tensor:
+        self.model.train()
+        c = self.config
+        idx = torch.randint(0, len(self.x), (c.batch,), generator=self.sampler).to(self.device)
+        xb, ub = self.x[idx].movedim(1, -1), self.u[idx]
+        if c.augment != "none":
+            which = symmetry.draw(c.augment, len(idx), self.axes, self.grid, self.sampler)
+            xb, ub = (symmetry.move(t, which, c.augment, self.axes) for t in (xb, ub))
+        pred = self.model(xb.movedim(-1, 1).contiguous()).movedim(1, -1) / self.scale
+        loss = relative_sq(pred, ub, self.weights).mean()
+        self.optimiser.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        self.optimiser.step()
+        self.step += 1
+        if self.step % self.every == 0:
+            for group in self.optimiser.param_groups:
+                group["lr"] *= 0.5
+        return loss
+
+    @torch.no_grad()
+    def predict(self, inputs: Tensor) -> Tensor:
+        """Outputs ``(batch, *grid, C_out)`` at the inputs' own grid (float64, CPU)."""
+        self.model.eval()
+        outs = [
+            (self.model(self.prep(inputs[i : i + 64]).to(self.device)).movedim(1, -1) / self.scale).double().cpu()
+            for i in range(0, len(inputs), 64)
+        ]
+        return torch.cat(outs)
+
+    def errors(self, s: Samples) -> Tensor:
+        """Relative L² errors per sample of ``s`` at its own resolution (zero-shot off the training grid)."""
+        weights = [a.weights(p) for a, p in zip(s.axes, s.grid, strict=True)]
+        return relative_sq(self.predict(s.inputs), s.outputs, weights).sqrt()
+
+
+@dataclass
+class Result:
+    """The peer's run: its size, its held-out curve ``(step, seconds, error of the first test set)``, and errors."""
+
+    hidden: int
+    parameters: int
+    steps: int
+    seconds: float = 0.0
+    curve: list[tuple[int, float, float]] = field(default_factory=list)
+    errors: dict[str, Tensor] = field(default_factory=dict)
+
+
 def train_fno(
-    config: Config, train: Samples, tests: Mapping[str, Samples], params: int, device: torch.device, evals: int = 8
+    config: Config,
+    train: Samples,
+    tests: Mapping[str, Samples],
+    params: int,
+    device: torch.device,
+    recipe: Recipe = DARCY,
+    evals: int = 8,
 ) -> Result:
-    """The peer at about ``params`` parameters for ``config.steps`` steps of ``config.batch``, the same batches and
-    symmetries as the operator model's run (its sampler seeded alike), evaluated on ``tests``."""
-    check_available()
-    dims, (c_in, c_out) = len(train.axes), train.channels
-    modes = min([MODES, *(p // 2 for p in train.grid)])
-    hidden = width_for(params, dims, c_in, c_out, modes)
-    torch.manual_seed(config.seed)
-    model = fno(dims, c_in, c_out, hidden, modes).to(device)
-    result = Result(hidden, count(model), config.steps)
-    prep = _Inputs(config, train)
-    x, u = prep(train.inputs).to(device), train.outputs.float().to(device)
-    scale = prep.out.float().to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=1e-4)
-    every = max(1, config.steps // 5)
-    sampler = torch.Generator().manual_seed(config.seed + 1)
-    weights = [a.weights(p, torch.float32, device) for a, p in zip(train.axes, train.grid, strict=True)]
+    """The peer at about ``params`` parameters for ``config.steps`` steps of ``config.batch``, the operator model's
+    batches and symmetries, evaluated on ``tests`` (the clock counts the steps, not the evaluations)."""
+    task = FNOTask(config, recipe, train, params, device)
+    result = Result(task.hidden, task.parameters, config.steps)
     marks = {round(config.steps * (i + 1) / evals) for i in range(evals)}
     first = next(iter(tests), None)
-    clock = 0.0
     for step in range(1, config.steps + 1):
         t0 = time.perf_counter()
-        model.train()
-        idx = torch.randint(0, len(x), (config.batch,), generator=sampler).to(device)
-        xb, ub = x[idx].movedim(1, -1), u[idx]
-        if config.augment != "none":
-            which = symmetry.draw(config.augment, len(idx), train.axes, train.grid, sampler)
-            xb, ub = (symmetry.move(t, which, config.augment, train.axes) for t in (xb, ub))
-        pred = model(xb.movedim(-1, 1).contiguous()).movedim(1, -1) / scale
-        loss = relative_sq(pred, ub, weights).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        opt.step()
-        if step % every == 0:
-            for group in opt.param_groups:
-                group["lr"] *= 0.5
-        clock += time.perf_counter() - t0
+        task.train_step()
+        result.seconds += time.perf_counter() - t0
         if step in marks and first is not None:
-            err = float(evaluate(model, prep, scale, tests[first], device).mean())
-            result.curve.append((step, clock, err))
-    result.seconds = clock
-    result.errors = {name: evaluate(model, prep, scale, s, device) for name, s in tests.items()}
+            result.curve.append((step, result.seconds, float(task.errors(tests[first]).mean())))
+    result.errors = {name: task.errors(s) for name, s in tests.items()}
     return result
-
-
-@torch.no_grad()
-def evaluate(model: nn.Module, prep: _Inputs, scale: Tensor, s: Samples, device: torch.device) -> Tensor:
-    """Relative L² errors per sample of ``s`` at its own resolution (the FNO zero-shot off its training grid)."""
-    model.eval()
-    weights = [a.weights(p) for a, p in zip(s.axes, s.grid, strict=True)]
-    out = []
-    for i in range(0, len(s), 64):
-        pred = (model(prep(s.inputs[i : i + 64]).to(device)).movedim(1, -1) / scale).double().cpu()
-        out.append(relative_sq(pred, s.outputs[i : i + 64], weights).sqrt())
-    return torch.cat(out)

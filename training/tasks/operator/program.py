@@ -311,8 +311,10 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
         for name, e in errs.items():
             plot_worst(model, tests[name], e, o.out / f"worst-{name}.png")
         if o.baseline == "fno":
-            peer = fno.train_fno(config, train_set, tests, params, device)
+            recipe = fno.DARCY if len(train_set.axes) == 2 else fno.BURGERS  # its authors' 2D and 1D recipes
+            peer = fno.train_fno(config, train_set, tests, params, device, recipe)
             result["fno"] = {
+                "recipe": recipe.__dict__,
                 "hidden": peer.hidden,
                 "parameters": peer.parameters,
                 "train_seconds": peer.seconds,
