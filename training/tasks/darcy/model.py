@@ -72,6 +72,7 @@ from training import registry
 
 from . import grid
 from .config import Activation, Config, Normalisation
+from .cost import cost
 from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
@@ -362,5 +363,12 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> DarcyModel:
 
 #: the Darcy operator as :func:`training.load` knows it
 SPEC = registry.TaskSpec(
-    "darcy", 1, DarcyModel, lambda blob: DarcyModel(Config(**blob["config"])), "examples.darcy", "a Darcy model"
+    "darcy",
+    1,
+    DarcyModel,
+    lambda blob: DarcyModel(Config(**blob["config"])),
+    "examples.darcy",
+    "a Darcy model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields),
 )

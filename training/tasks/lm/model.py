@@ -14,6 +14,7 @@ the RNN: one square recurrent map) get the width (state size) whose count is nea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer
 from training import registry
 
 from .config import Config, ModelKind
+from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -138,12 +140,26 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
     return model
 
 
+def _vocab(state: Mapping[str, Any]) -> str:
+    """The vocabulary a checkpoint's task state records (a non-empty str of distinct characters)."""
+    vocab = state.get("vocab")
+    if not isinstance(vocab, str) or not vocab or len(set(vocab)) != len(vocab):
+        raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str of distinct characters")
+    return vocab
+
+
 def _build(blob: dict[str, Any]) -> CharLM:
-    vocab = blob["task"].get("vocab")
-    if not isinstance(vocab, str) or not vocab:
-        raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str")
-    return CharLM(Config(**blob["config"]), vocab)
+    return CharLM(Config(**blob["config"]), _vocab(blob["task"]))
 
 
 #: the character-level language models as :func:`training.load` knows them
-SPEC = registry.TaskSpec("lm", 1, CharLM, _build, "examples.lm", "a language model")
+SPEC = registry.TaskSpec(
+    "lm",
+    1,
+    CharLM,
+    _build,
+    "examples.lm",
+    "a language model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields, len(_vocab(state))),
+)

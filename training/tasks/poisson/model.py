@@ -26,6 +26,7 @@ from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd
 from training import registry
 
 from .config import Config
+from .cost import cost
 from .data import l2_norm_sq, pad
 
 CHECKPOINT = "checkpoint.pt"
@@ -145,6 +146,8 @@ SPEC = registry.TaskSpec(
     lambda blob: PoissonModel(Config(**blob["config"])),
     "examples.poisson",
     "a Poisson model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields),
 )
 
 

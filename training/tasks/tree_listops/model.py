@@ -31,6 +31,7 @@ are; its parameter count differs from the encoders'.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,10 +41,11 @@ from torch import Tensor, nn
 from applicative import Field, Linear
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
-from training import CheckpointError, registry
+from training import CheckpointError, ConfigError, registry
 from training.checkpoint import run_path
 
 from .config import MODELS, Config, ModelKind
+from .cost import cost
 from .data import VOCAB, Expr, flat_batch, tree_batch
 from .nodes import DIGITS, NODE_OPS, fold_batch
 
@@ -185,13 +187,30 @@ def load(run_dir: str | Path, kind: ModelKind | None = None, device: torch.devic
     return model
 
 
+def _config(fields: Mapping[str, Any]) -> Config:
+    """The config of a checkpoint's fields, validated; its ``model`` field (the kind), when present, checked too."""
+    rest = dict(fields)
+    kind = rest.pop("model", None)
+    if kind is not None and kind not in MODELS:
+        raise ConfigError(f"config field model={kind!r}: must be one of {', '.join(MODELS)}")
+    return Config(**rest)
+
+
 def _build(blob: dict[str, Any]) -> ListOpsModel:
-    fields = dict(blob["config"])
-    found = fields.pop("model")
-    if found not in MODELS:
-        raise ValueError(f"its model {found!r} is not one of {', '.join(MODELS)}")
-    return ListOpsModel(Config(**fields), found)
+    kind = blob["config"].get("model")
+    if kind not in MODELS:
+        raise ValueError(f"its config field model is {kind!r}, expected the kind of model: one of {', '.join(MODELS)}")
+    return ListOpsModel(_config(blob["config"]), kind)
 
 
 #: the ListOps models as :func:`training.load` knows them
-SPEC = registry.TaskSpec("tree_listops", 1, ListOpsModel, _build, "examples.tree_listops", "a ListOps model")
+SPEC = registry.TaskSpec(
+    "tree_listops",
+    1,
+    ListOpsModel,
+    _build,
+    "examples.tree_listops",
+    "a ListOps model",
+    config=_config,
+    cost=lambda fields, state: cost(fields),
+)
