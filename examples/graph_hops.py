@@ -236,7 +236,7 @@ def experiment(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     kinds = options.names(a.models, MODELS)
     if any(k in PYG for k in kinds) and importlib.util.find_spec("torch_geometric") is None:
         raise UserError('the PyG models need PyTorch Geometric: pip install -e ".[bench]" (or --models ours,ours-1)')
-    with RunDir(a.out) if a.out is not None else contextlib.nullcontext():
+    with RunDir(a.out, PROG) if a.out is not None else contextlib.nullcontext():
         return _experiment(config, kinds, a, a.out)
 
 

@@ -241,7 +241,7 @@ def run(argv: list[str] | None) -> int:
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     out: Path | None = a.out
-    with RunDir(out) if out is not None else contextlib.nullcontext():
+    with RunDir(out, PROG) if out is not None else contextlib.nullcontext():
         if out is not None:
             check_resume(out, describe(config))
         trained = train(config, out, a.device, progress=not a.no_progress, threads=a.threads)

@@ -183,9 +183,9 @@ def fit(
     ``fix`` is the advice a divergence error gives. Under ``torchrun`` (``ranks``), only rank 0 writes
     checkpoints and shows progress; every rank stops at the same step. ``meta`` (a task's
     :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
-    rebuild the model, and a checkpoint resumed from must hold the same (:func:`check_resume`); ``budget`` bounds
-    the size of a checkpoint file read back. ``threads`` sets torch's CPU threads for the run (default: by the model's size,
-    :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
+    rebuild the model, and a checkpoint resumed from must hold the same (:func:`check_resume`); ``budget``
+    bounds the size of a checkpoint file read back. ``threads`` sets torch's CPU threads for the run (default: by
+    the model's size, :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
     Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep attention window
     makes them in bulk, at many times the cost of normal arithmetic), and the previous mode restored after.
     """

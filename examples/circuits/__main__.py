@@ -240,7 +240,7 @@ def experiment(argv: Sequence[str] | None = None) -> list[Result]:
         )
     if a.threads is not None:
         torch.set_num_threads(a.threads)
-    with RunDir(a.out) if a.out is not None else contextlib.nullcontext():
+    with RunDir(a.out, PROG) if a.out is not None else contextlib.nullcontext():
         return _experiment(config, kinds, a, a.out)
 
 
