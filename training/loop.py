@@ -185,9 +185,10 @@ def fit(
     :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
     rebuild the model, and a checkpoint resumed from must hold the same (:func:`check_resume`); ``budget``
     bounds the size of a checkpoint file read back. ``threads`` sets torch's CPU threads for the run (default: by
-    the model's size, :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
-    Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep attention window
-    makes them in bulk, at many times the cost of normal arithmetic), and the previous mode restored after.
+    the model's size, :func:`~.threads.default_threads`); the first progress line says how many, and the count is
+    restored after. Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep
+    attention window makes them in bulk, at many times the cost of normal arithmetic), and the previous mode
+    restored after.
     """
 
     path = None if out is None else out / CHECKPOINT
