@@ -143,6 +143,11 @@ def _consistent(c: Config) -> str | None:
             f"heads={c.heads}): the grid reader's {heads} heads must divide its {channels} channels; "
             "pick reader_heads dividing reader_width"
         )
+    if c.reader == "grid" and c.frequencies == 0:
+        return (
+            "config fields frequencies=0, reader=grid: the grid reader's tokens carry Fourier features of their "
+            "coordinates; set frequencies >= 1"
+        )
     if c.sequence == "xy" and c.reader != "grid":
         return "config fields sequence=xy, reader=interpolant: the 2D-domain model reads the grid; set reader=grid"
     if c.channels > 1 and (c.reader != "grid" or c.sequence == "xy"):
