@@ -41,12 +41,12 @@ from torch import Tensor, nn
 from applicative import Field, Linear
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
-from training import CheckpointError, ConfigError, registry
+from training import CheckpointError, ConfigError, inputs, registry
 from training.checkpoint import run_path
 
 from .config import MODELS, Config, ModelKind
 from .cost import cost
-from .data import VOCAB, Expr, flat_batch, tree_batch
+from .data import VOCAB, Expr, check_expressions, flat_batch, tree_batch
 from .nodes import DIGITS, NODE_OPS, fold_batch
 
 CHECKPOINT = "checkpoint.pt"
@@ -128,7 +128,12 @@ class ListOpsModel(nn.Module):
         return expressions, Field(leaves, (expressions.tree, DIGITS))
 
     def forward(self, exprs: list[Expr]) -> Tensor:
-        """Logits ``(len(exprs), 10)``."""
+        """Logits ``(len(exprs), 10)``.
+
+        Raises:
+            InputError: ``exprs`` not a non-empty list of expressions (:func:`~.data.check_expressions`).
+        """
+        check_expressions(exprs, "ListOpsModel", "exprs")
         if isinstance(self.net, FoldReadout):
             return self.net(*self.fold_inputs(exprs)).tensor
         return self.net(self.inputs(exprs)).tensor
@@ -138,7 +143,14 @@ class ListOpsModel(nn.Module):
 
     @torch.no_grad()
     def predict(self, exprs: list[Expr], chunk: int = 500) -> Tensor:
-        """The predicted digits ``(len(exprs),)`` (int64, on the CPU), in chunks; the mode (train/eval) is kept."""
+        """The predicted digits ``(len(exprs),)`` (int64, on the CPU), in chunks; the mode (train/eval) is kept.
+
+        Raises:
+            InputError: ``exprs`` not a list of expressions (empty is allowed: no digits), ``chunk`` not ``>= 1``.
+        """
+        inputs.count("ListOpsModel.predict", "chunk", chunk)
+        if not (isinstance(exprs, list) and not exprs):
+            check_expressions(exprs, "ListOpsModel.predict", "exprs")
         was = self.training
         self.eval()
         try:
