@@ -1,11 +1,16 @@
 """Every boundary answers in one line: each program of ``examples/`` (and the law checker) against bad input.
 
 The catalogue below runs each program as a subprocess (cwd a fresh temporary directory) on inputs a
-hostile or careless user gives -- bad seeds, rates, sizes, thread counts, output paths, planted and
-damaged checkpoints -- and asserts what the project promises at its command lines: exit status 2,
-exactly one line on stderr naming the problem, no traceback, and no file written outside ``--out``.
-Every case fails while its arguments are checked, before any data is generated, so the catalogue
-runs in seconds per program; the cases run two at a time.
+hostile or careless user gives -- bad seeds, rates, sizes past their bounds or past the memory budget,
+thread counts, output paths, a run directory of another program, planted and damaged checkpoints,
+checkpoints whose metadata is missing, partial or of another task, class or version -- and asserts what
+the project promises at its command lines: exit status 2, exactly one line on stderr naming the problem,
+no traceback, and no file written outside ``--out``. Every case fails while its arguments are checked,
+before any data is generated, so the catalogue runs in seconds per program.
+
+A checkpoint is data, not orders: checkpoints of every task whose config asks for absurd sizes (past
+their bounds, or within them but past the budget) are refused by :func:`training.load` in one line naming
+the file and the field, each timed (under a second) and its memory growth measured (under 100 MB).
 
 A property test then mutates a real (tiny) checkpoint -- keys dropped, types and shapes changed, NaN
 injected, an impossible step -- and asserts that resuming from it is one :class:`CheckpointError` that
