@@ -168,6 +168,15 @@ def test_load_takes_a_budget_by_name(tmp_path: Path) -> None:
         training.load(tmp_path, task=["poisson"])  # type: ignore[arg-type]
 
 
+def test_what_the_estimate_reads_besides_the_config_is_checked_too(tmp_path: Path) -> None:
+    """A language model's estimate reads its vocabulary: a checkpoint without one is one line, not a raw error."""
+    config = describe(lm.PRESETS["tiny"])
+    for state, says in (({"model": {}}, "its vocabulary is None"), ({"model": {}, "vocab": "aa"}, "distinct")):
+        torch.save({"format": 1, "meta": lm.SPEC.meta(), "config": config, "task": state}, tmp_path / "checkpoint.pt")
+        with pytest.raises(CheckpointError, match=f"not a language model .{says}|{says}"):
+            training.load(tmp_path)
+
+
 def test_a_users_task_without_a_cost_is_counted_on_the_meta_device(tmp_path: Path) -> None:
     """The fallback: the model built on the meta device (no storage), its count checked before the real build."""
     spec = training.TaskSpec(

@@ -130,6 +130,10 @@ class TaskSpec(Generic[M]):
             if count is None:
                 return None
             cost, reference = (lambda f: Estimate.of(count)), {}
+        try:
+            cost(fields)  # what the estimate reads of the state (a vocabulary) may be damaged: say so, in one line
+        except (TypeError, ValueError, KeyError, ArithmeticError) as e:
+            raise (error or UserError)(f"{where + ': ' if where else ''}not {self.what} ({_first(e)})") from None
         return check(
             cost,
             fields,
