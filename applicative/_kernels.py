@@ -267,6 +267,9 @@ def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, T
     """Keys ``(..., n, e)`` and values ``(..., n, g)`` at the positions of ``s``, and the bias ``log w`` ``(..., n)``.
 
     Another basis is sampled at its product grid (the quadrature points of its measure).
+    Keys and values at positions of weight zero (padding) are set to ``0``: the bias ``-inf`` gives them
+    weight zero, but a zero weight times a NaN or an infinity held there is NaN, and padding must not
+    reach a valid output whatever it holds.
     """
     points = None
     if s.basis is not None:
@@ -276,6 +279,10 @@ def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, T
     if lw is None:
         return tk, tv, None
     tk, d = pad_before(tk, tk.ndim - 2, lw.ndim - 1)
+    tv, dv = pad_before(tv, tv.ndim - 2, lw.ndim - 1)
+    hidden = torch.isneginf(lw)
+    tk = torch.where(aligned(hidden, d, 1), 0, tk)
+    tv = torch.where(aligned(hidden, dv, 1), 0, tv)
     return tk, tv, aligned(lw, d, 0)
 
 

@@ -44,7 +44,7 @@ from applicative import Field, Vector
 from instances import EdgeSoftmax, Graph
 from models import encoder
 from training import RunDir, Trained, UserError, at_least, between, check_resume, describe, fit_config, options, run_cli
-from training.config import Checked, batch_within
+from training.config import MAX_STEPS, Checked, batch_within, document_bounds
 from training.loop import Optimised
 
 PROG = "python -m examples.graph_hops"
@@ -66,17 +66,20 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
     """
 
-    steps: int = at_least(1500, 1)
+    steps: int = between(1500, 1, MAX_STEPS)
     batch: int = between(32, 1, 2**16)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
     train: int = between(4000, 1, 10**6)
     test: int = between(500, 1, 10**6)
     seed: int = at_least(0, 0)
-    eval_every: int = at_least(500, 1)
-    checkpoint_every: int = at_least(500, 1)
+    eval_every: int = between(500, 1, MAX_STEPS)
+    checkpoint_every: int = between(500, 1, MAX_STEPS)
 
     def consistent(self) -> str | None:
         return batch_within(self, "training graphs")
+
+
+document_bounds(Config)
 
 
 PRESETS: dict[str, Config] = {
@@ -233,7 +236,7 @@ def experiment(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     kinds = options.names(a.models, MODELS)
     if any(k in PYG for k in kinds) and importlib.util.find_spec("torch_geometric") is None:
         raise UserError('the PyG models need PyTorch Geometric: pip install -e ".[bench]" (or --models ours,ours-1)')
-    with RunDir(a.out) if a.out is not None else contextlib.nullcontext():
+    with RunDir(a.out, PROG) if a.out is not None else contextlib.nullcontext():
         return _experiment(config, kinds, a, a.out)
 
 

@@ -46,8 +46,8 @@ from torch import Tensor
 from applicative import Field, Vector, add, dot, scale
 from instances import Chebyshev
 from models import RNNCell, scan
-from training import RunDir, Trained, at_least, check_resume, describe, fit_config, options, run_cli
-from training.config import Checked
+from training import RunDir, Trained, at_least, between, check_resume, describe, fit_config, options, run_cli
+from training.config import MAX_BATCH, MAX_MODES, MAX_STEPS, Checked, document_bounds
 from training.loop import FitOptions, Optimised
 
 SENSORS = (-0.3, 0.55)
@@ -71,20 +71,23 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
     """
 
-    modes: int = at_least(6, 1)
-    terms: int = at_least(24, 1)
-    steps_in_time: int = at_least(16, 1)
-    nu: float = field(default=0.02, metadata={"min": 0.0})
-    dt: float = field(default=0.1, metadata={"above": 0.0})
-    noise: float = field(default=1e-2, metadata={"above": 0.0})
-    stir: float = field(default=0.1, metadata={"min": 0.0})
-    steps: int = at_least(1500, 1)
-    batch: int = at_least(64, 1)
+    modes: int = between(6, 1, MAX_MODES)
+    terms: int = between(24, 1, MAX_MODES)
+    steps_in_time: int = between(16, 1, 10**5)
+    nu: float = between(0.02, 0.0, 100.0)
+    dt: float = field(default=0.1, metadata={"above": 0.0, "max": 100.0})
+    noise: float = field(default=1e-2, metadata={"above": 0.0, "max": 100.0})
+    stir: float = between(0.1, 0.0, 100.0)
+    steps: int = between(1500, 1, MAX_STEPS)
+    batch: int = between(64, 1, MAX_BATCH)
     lr: float = field(default=1e-2, metadata={"above": 0.0})
     activation: Literal["identity", "tanh"] = "identity"
     seed: int = at_least(0, 0)
-    eval_every: int = at_least(250, 1)
-    checkpoint_every: int = at_least(500, 1)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(500, 1, MAX_STEPS)
+
+
+document_bounds(Config)
 
 
 PRESETS = {"default": Config(), "tiny": Config(steps=300, batch=32, eval_every=100, checkpoint_every=100)}
@@ -238,7 +241,7 @@ def run(argv: list[str] | None) -> int:
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     out: Path | None = a.out
-    with RunDir(out) if out is not None else contextlib.nullcontext():
+    with RunDir(out, PROG) if out is not None else contextlib.nullcontext():
         if out is not None:
             check_resume(out, describe(config))
         trained = train(config, out, a.device, progress=not a.no_progress, threads=a.threads)

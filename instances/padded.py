@@ -11,7 +11,8 @@ padded axis lowers to one fused kernel with the bias ``0`` / ``-inf``, which is
 on it.
 
 Values at padding positions are computed like any others (as in PyTorch) and
-are meaningless; keep them finite.
+are meaningless, but inert: whatever they hold (NaN, infinities), no valid
+output reads them -- they are masked, never multiplied by a zero weight.
 """
 
 from __future__ import annotations

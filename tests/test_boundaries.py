@@ -1,11 +1,16 @@
 """Every boundary answers in one line: each program of ``examples/`` (and the law checker) against bad input.
 
 The catalogue below runs each program as a subprocess (cwd a fresh temporary directory) on inputs a
-hostile or careless user gives -- bad seeds, rates, sizes, thread counts, output paths, planted and
-damaged checkpoints -- and asserts what the project promises at its command lines: exit status 2,
-exactly one line on stderr naming the problem, no traceback, and no file written outside ``--out``.
-Every case fails while its arguments are checked, before any data is generated, so the catalogue
-runs in seconds per program; the cases run two at a time.
+hostile or careless user gives -- bad seeds, rates, sizes past their bounds or past the memory budget,
+thread counts, output paths, a run directory of another program, planted and damaged checkpoints,
+checkpoints whose metadata is missing, partial or of another task, class or version -- and asserts what
+the project promises at its command lines: exit status 2, exactly one line on stderr naming the problem,
+no traceback, and no file written outside ``--out``. Every case fails while its arguments are checked,
+before any data is generated, so the catalogue runs in seconds per program.
+
+A checkpoint is data, not orders: checkpoints of every task whose config asks for absurd sizes (past
+their bounds, or within them but past the budget) are refused by :func:`training.load` in one line naming
+the file and the field, each timed (under a second) and its memory growth measured (under 100 MB).
 
 A property test then mutates a real (tiny) checkpoint -- keys dropped, types and shapes changed, NaN
 injected, an impossible step -- and asserts that resuming from it is one :class:`CheckpointError` that
@@ -18,11 +23,14 @@ from __future__ import annotations
 
 import copy
 import errno
+import importlib
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +42,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import training
 from applicative import StructureError
 from examples import lm, poisson
 from examples.poisson import train
@@ -48,23 +57,26 @@ OUT = "run"  # every case's --out, relative to its temporary working directory
 
 @dataclass(frozen=True)
 class Program:
-    """A program under test: its module, quick arguments, the shared options it has, where it checkpoints."""
+    """A program under test: its module, quick arguments, the shared options it has, where it checkpoints, and the
+    task its checkpoints hold (a :func:`training.load` task: ``meta`` names it)."""
 
     module: str
     quick: tuple[str, ...] = ()
     has: frozenset[str] = frozenset()
     checkpoint: str | None = None  # relative to --out
+    task: str | None = None
 
 
 TRAINING = frozenset({"config", "out", "checkpoint"})
+TASK = TRAINING | {"meta", "sizes"}  # a training.load task's program: its checkpoints record meta; a model's sizes
 QUICK = ("--preset", "tiny", "--no-progress")
 # fmt: off
 #: every program with a command line: a new one joins by one line
 PROGRAMS = [
-    Program("examples.poisson", (*QUICK, "--threads", "1"), TRAINING | {"threads", "cache"}, "checkpoint.pt"),
-    Program("examples.darcy", (*QUICK, "--threads", "1"), TRAINING | {"threads"}, "checkpoint.pt"),
-    Program("examples.lm", QUICK, TRAINING, "checkpoint.pt"),
-    Program("examples.tree_listops", (*QUICK, "--models", "vector"), TRAINING | {"threads"}, "vector/checkpoint.pt"),
+    Program("examples.poisson", (*QUICK, "--threads", "1"), TASK | {"threads", "cache"}, "checkpoint.pt", "poisson"),
+    Program("examples.darcy", (*QUICK, "--threads", "1"), TASK | {"threads"}, "checkpoint.pt", "darcy"),
+    Program("examples.lm", QUICK, TASK, "checkpoint.pt", "lm"),
+    Program("examples.tree_listops", (*QUICK, "--models", "vector"), TASK | {"threads"}, "vector/checkpoint.pt", "tree_listops"),  # noqa: E501
     Program("examples.cross_modal", QUICK, TRAINING | {"threads"}, "checkpoint.pt"),
     Program("examples.uncertainty", QUICK, frozenset({"config", "threads", "json"})),
     Program("examples.observer", QUICK, TRAINING | {"threads"}, "checkpoint.pt"),
@@ -100,6 +112,32 @@ def _plant(blob: Any) -> Prepare:
         path = cwd / OUT / program.checkpoint
         path.parent.mkdir(parents=True)
         torch.save(blob, path)
+
+    return prepare
+
+
+def _plant_meta(meta: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Prepare:
+    """A run's checkpoint whose ``meta`` is ``meta(the program's task's own meta)`` (``None``: no meta at all)."""
+
+    def prepare(cwd: Path, program: Program) -> None:
+        assert program.task is not None
+        said = meta(training.registry.spec_of(program.task).meta())
+        _plant(_RUN if said is None else {**_RUN, "meta": said})(cwd, program)
+
+    return prepare
+
+
+def _other(meta: dict[str, Any]) -> dict[str, Any]:
+    """The meta of another task than ``meta``'s."""
+    return training.registry.spec_of("darcy" if meta["task"] != "darcy" else "poisson").meta()
+
+
+def _owned(by: str) -> Prepare:
+    """``--out`` exists and holds a run of the program ``by``."""
+
+    def prepare(cwd: Path, program: Program) -> None:
+        (cwd / OUT).mkdir()
+        (cwd / OUT / ".program").write_text(by + "\n")
 
     return prepare
 
@@ -153,7 +191,17 @@ CATALOGUE = [
     Case("seed past the generators", _needs("config"), ("--config", "seed=99999999999999999999999"), "seed="),
     Case("negative seed", _needs("config"), ("--config", "seed=-1"), "seed=-1: must be >= 0"),
     Case("huge learning rate", _needs("config"), ("--config", "lr=1e300"), "lr=1e+300: must be <= 10"),
-    Case("size past memory", _needs("config"), ("--config", "steps=1000000000000"), "cannot fit in memory"),
+    Case("steps past memory", _needs("config"), ("--config", "steps=1000000000000"), "steps=1000000000000: must be <= 100000000 (allowed: 1..100000000)"),  # noqa: E501
+    Case("width past its bound", _needs("sizes"), ("--config", "width=1000000000"), "width=1000000000: must be <= 8192"),  # noqa: E501
+    Case("hidden past its bound", _needs("sizes"), ("--config", "hidden=1000000000"), "hidden=1000000000: must be <= 65536"),  # noqa: E501
+    Case("depth past its bound", _needs("sizes"), ("--config", "depth=1000000"), "depth=1000000: must be <= 256"),
+    Case("heads past its bound", _needs("sizes"), ("--config", "heads=100000"), "heads=100000: must be <= 256"),
+    Case("batch past its bound", _needs("sizes"), ("--config", "batch=10000000"), "batch=10000000: must be <= 65536"),
+    Case("a model past the budget", _needs("meta"), ("--config", "width=8192", "--config", "hidden=65536", "--config", "depth=256"), "past the budget of 5.37e+08 parameters and 8 GiB; lower "),  # noqa: E501
+    Case("a budget too small", _needs("meta"), ("--memory", "0.00001"), "past the budget of 671 parameters and 10.5 KiB; "),  # noqa: E501
+    Case("no memory", _needs("config"), ("--memory", "0"), "argument --memory: 0.0 is out of range"),
+    Case("memory not a number", _needs("config"), ("--memory", "lots"), "argument --memory: 'lots' is not a number"),
+    Case("--out of another program", _needs("out"), (), "holds a run of python -m examples.other; python -m examples.", _owned("python -m examples.other")),  # noqa: E501
     Case("zero threads", _needs("threads"), ("--threads", "0"), "argument --threads: 0 is out of range"),
     Case("negative threads", _needs("threads"), ("--threads", "-1"), "argument --threads: -1 is out of range"),
     Case("empty --out", _needs("out"), ("--out", ""), "argument --out: empty"),
@@ -170,6 +218,13 @@ CATALOGUE = [
     Case("task a tensor", _needs("checkpoint"), (), "task state is a Tensor", _plant({**_RUN, "task": torch.zeros(2)})),
     Case("config a list", _needs("checkpoint"), (), "config is a list", _plant({**_RUN, "config": [1]})),
     Case("NaN weights", _needs("checkpoint"), (), "task.model.w holds NaN", _plant({**_RUN, "task": _NAN})),
+    # one rule for every reader: what training.load refuses, a resume refuses (tests/test_load.py: the same words)
+    Case("checkpoint without meta", _needs("meta"), (), "does not record what it holds (no meta", _plant_meta(lambda m: None)),  # noqa: E501
+    Case("empty meta", _needs("meta"), (), "its meta {} has no task (the task's name), model", _plant_meta(lambda m: {})),  # noqa: E501
+    Case("meta without model, version", _needs("meta"), (), "has no model (its model class), version", _plant_meta(lambda m: {"task": m["task"]})),  # noqa: E501
+    Case("meta of another version", _needs("meta"), (), "version 7), but this library reads", _plant_meta(lambda m: {**m, "version": 7})),  # noqa: E501
+    Case("meta of another class", _needs("meta"), (), "(Other, version 1), but this library reads", _plant_meta(lambda m: {**m, "model": "mod.Other"})),  # noqa: E501
+    Case("another task's checkpoint", _needs("meta"), (), ", not task '", _plant_meta(_other)),
 ]
 #: inputs only one program has
 SPECIFIC = [
@@ -299,6 +354,97 @@ def test_every_program_is_in_the_catalogue() -> None:
     found |= {f"examples.{p.parent.name}" for p in (ROOT / "examples").glob("*/__main__.py")}
     silent = {"examples.quickstart", "examples.unlawful_distribution"}  # take no arguments, read no files
     assert found - silent == {p.module for p in PROGRAMS if p.module.startswith("examples.")}
+
+
+# ---- a checkpoint is data, not orders: absurd sizes are refused before anything is allocated ----------------
+
+#: fields made absurd, past their bounds (each alone), and sizes within the bounds that no laptop holds together
+ABSURD = {"width": 10**9, "hidden": 10**9, "depth": 10**6, "heads": 10**6}
+PAST_BUDGET = {"width": 8192, "hidden": 65536, "depth": 256}
+#: the issue's targets: refused in under a second, with under 100 MB of memory growth
+SECONDS, GROWTH = 1.0, 100 * 2**20
+
+
+def _absurd(task: str, change: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint of ``task`` (its own meta, the tiny preset's config with ``change``) holding no weights at all."""
+    module = importlib.import_module(f"training.tasks.{task}")
+    config = {**training.describe(module.PRESETS["tiny"]), **change}
+    state: dict[str, Any] = {"model": {}}
+    if task == "tree_listops":
+        config["model"] = "tree-mean"
+    if task == "lm":
+        state["vocab"] = "abcdefgh"
+    return {"format": 1, "meta": training.registry.spec_of(task).meta(), "config": config, "task": state}
+
+
+def _resident() -> tuple[int, bool]:
+    """This process's resident bytes now, with its peak reset to it where Linux allows (``True``): then the peak
+    read after a call is the call's own; otherwise the lifetime peak, which can only under-report growth."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak resident size (VmHWM) to the current one
+        reset = True
+    except OSError:
+        reset = False
+    return _status("VmRSS"), reset
+
+
+def _peak() -> int:
+    try:
+        return _status("VmHWM")
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _status(key: str) -> int:
+    with open("/proc/self/status") as f:
+        line = next(line for line in f if line.startswith(key + ":"))
+    return int(line.split()[1]) * 1024
+
+
+def _refusal(run: Path) -> tuple[str, float, int]:
+    """``training.load(run)``'s one-line refusal, the seconds it took and the memory it added."""
+    before, _ = _resident()
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError) as refused:
+        training.load(run)
+    seconds = time.perf_counter() - start
+    return str(refused.value), seconds, max(0, _peak() - before)
+
+
+ABSURD_CASES = [(t, {k: v}, f"{k}={v}: must be <=") for t in training.registry.BUILT_IN for k, v in ABSURD.items()]
+ABSURD_CASES += [(t, PAST_BUDGET, "past the budget of") for t in training.registry.BUILT_IN]
+
+
+@pytest.mark.parametrize(
+    ("task", "change", "says"), ABSURD_CASES, ids=[f"{t}: {' '.join(c)}" for t, c, _ in ABSURD_CASES]
+)
+def test_an_absurd_checkpoint_is_refused_before_allocation(
+    task: str, change: dict[str, Any], says: str, tmp_path: Path
+) -> None:
+    """A checkpoint whose config asks for a model no machine holds: one line naming the file and the field, in under a
+    second and 100 MB (the task's modules imported beforehand: the import is not the refusal's cost)."""
+    training.registry.spec_of(task)
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(_absurd(task, change), run / "checkpoint.pt")
+    message, seconds, growth = _refusal(run)
+    assert message.startswith(f"{run / 'checkpoint.pt'}: ") and "\n" not in message, message
+    assert says in message and any(f"{k}=" in message for k in change), message
+    assert seconds < SECONDS, (seconds, message)
+    assert growth < GROWTH, (growth, message)
+
+
+def test_the_largest_absurd_checkpoint_costs_nothing(tmp_path: Path) -> None:
+    """Every size at once, past every bound (the issue's 251 s and 6.9 GB): refused like the smallest."""
+    huge = {"width": 10**15, "hidden": 10**15, "depth": 10**12, "heads": 10**9, "modes": 10**9, "batch": 10**12}
+    for task in list(training.registry.BUILT_IN):
+        fields = training.describe(importlib.import_module(f"training.tasks.{task}").PRESETS["tiny"])
+        run = tmp_path / task
+        run.mkdir()
+        torch.save(_absurd(task, {k: v for k, v in huge.items() if k in fields}), run / "checkpoint.pt")
+        message, seconds, growth = _refusal(run)
+        assert "must be <=" in message and seconds < SECONDS and growth < GROWTH, (task, message, seconds, growth)
 
 
 # ---- a real checkpoint, damaged: one CheckpointError naming the file -------------------------------------

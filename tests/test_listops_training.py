@@ -26,7 +26,7 @@ from training.config import CONVENTIONS
 from training.loop import Progress
 from training.tasks.tree_listops import data
 from training.tasks.tree_listops.config import PRESETS
-from training.tasks.tree_listops.model import ListOpsModel, sinusoid
+from training.tasks.tree_listops.model import SPEC, ListOpsModel, sinusoid
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one
@@ -211,7 +211,11 @@ def test_load_gives_the_trained_model(tmp_path: Path) -> None:
 
 def test_load_refuses_a_foreign_checkpoint(tmp_path: Path) -> None:
     torch.save({"config": {"steps": 1}, "task": {}}, tmp_path / train.CHECKPOINT)
-    with pytest.raises(CheckpointError, match="not a checkpoint of a ListOps model"):
+    with pytest.raises(CheckpointError, match="does not record what it holds"):
+        tree_listops.load(tmp_path)
+    meta = SPEC.meta()
+    torch.save({"meta": meta, "config": {"steps": 1}, "task": {}}, tmp_path / train.CHECKPOINT)
+    with pytest.raises(CheckpointError, match=r"not a checkpoint of a ListOps model \(its config field model is None"):
         tree_listops.load(tmp_path)
 
 

@@ -3,11 +3,12 @@
 Each task's program trains a tiny run for two steps; the model `training.load` rebuilds from the
 checkpoint alone must equal the one training left in memory (its weights and its outputs). A
 checkpoint of another task, of another task version, or of another checkpoint format is refused in
-one line naming both sides.
+one line naming both sides, by loading and resuming alike.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -149,12 +150,56 @@ def test_another_version_is_refused_naming_both(runs: dict[str, Any], tmp_path: 
         training.load(out)
 
 
-def test_an_older_checkpoint_loads_when_its_task_is_named(runs: dict[str, Any], tmp_path: Path) -> None:
-    out = _rewritten(runs["poisson"][0], tmp_path / "old", lambda blob: blob.pop("meta"))
-    with pytest.raises(CheckpointError, match=r"does not record its task.*task="):
-        training.load(out)
-    model = poisson.load(out)
-    assert torch.equal(model.out_scale, runs["poisson"][1].out_scale)
+def _meta(change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], None]:
+    def apply(blob: dict[str, Any]) -> None:
+        change(blob)
+
+    return apply
+
+
+#: checkpoints that say nothing, or not all, or something else about what they hold
+METAS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "no meta": (lambda b: b.pop("meta"), "does not record what it holds (no meta"),
+    "empty meta": (lambda b: b.update(meta={}), "has no task (the task's name), model (its model class), version"),
+    "task only": (lambda b: b.update(meta={"task": "poisson"}), "has no model (its model class), version"),
+    "meta a list": (lambda b: b.update(meta=[1]), "its meta is [1], expected a dict"),
+    "version a str": (lambda b: b["meta"].update(version="1"), "its meta's version is '1'"),
+    "another version": (lambda b: b["meta"].update(version=7), "(PoissonModel, version 7), but this library reads"),
+    "another class": (
+        lambda b: b["meta"].update(model="training.tasks.darcy.model.DarcyModel"),
+        "(DarcyModel, version 1), but this library reads task 'poisson' (PoissonModel, version 1)",
+    ),
+    "another task": (lambda b: b["meta"].update(task="darcy"), "not task 'poisson' (PoissonModel, version 1)"),
+    "unknown task": (lambda b: b["meta"].update(task="nope"), "holds task 'nope'"),
+}
+
+
+@pytest.mark.parametrize("case", list(METAS))
+def test_one_rule_for_every_reader(case: str, runs: dict[str, Any], tmp_path: Path) -> None:
+    """Resuming and loading read a checkpoint's meta by one rule: what one refuses the other refuses, in the same
+    words (a missing key is a CheckpointError naming the file, never a KeyError)."""
+    change, says = METAS[case]
+    out = _rewritten(runs["poisson"][0], tmp_path / "run", _meta(change))
+    path = out / "checkpoint.pt"
+    blob = torch.load(path, weights_only=True)
+    with pytest.raises(CheckpointError) as loaded:
+        poisson.load(out)
+    with pytest.raises(CheckpointError) as resumed:
+        training.check_resume(out, blob["config"], poisson.SPEC.meta())
+    message = str(loaded.value)
+    assert message == str(resumed.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message and says in message, message
+    if case not in ("another task",):  # a darcy checkpoint loads when no task is asked for
+        with pytest.raises(CheckpointError, match=re.escape(str(path))):
+            training.load(out)
+
+
+def test_the_unchanged_checkpoint_passes_both_readers(runs: dict[str, Any], tmp_path: Path) -> None:
+    """The control of :func:`test_one_rule_for_every_reader`: the same rewrite, with nothing changed."""
+    out = _rewritten(runs["poisson"][0], tmp_path / "run", lambda blob: None)
+    blob = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert training.check_resume(out, blob["config"], poisson.SPEC.meta()) is not None
+    assert isinstance(poisson.load(out), poisson.PoissonModel)
 
 
 def test_unknown_tasks_and_missing_runs_are_one_line(tmp_path: Path) -> None:

@@ -134,6 +134,28 @@ def test_a_second_run_into_one_directory_is_refused(tmp_path: Path, capsys: pyte
     assert main([*ARGS, "--out", str(out)]) == 0  # free again
 
 
+def test_a_run_directory_belongs_to_one_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Poisson run's directory refuses the ListOps program (and a ListOps run's the Poisson program) in one line
+    naming both, before either writes a file; the program that owns it resumes there as before."""
+    from examples.tree_listops.__main__ import main as listops
+
+    out = tmp_path / "run"
+    assert main([*ARGS, "--steps", "2", "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"}
+    assert listops(["--preset", "tiny", "--no-progress", "--models", "vector", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds a run of python -m examples.poisson" in err, err
+    assert "python -m examples.tree_listops would overwrite" in err, err
+    assert before == {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"}
+    assert not (out / "vector").exists()
+    other = tmp_path / "listops"
+    with RunDir(other, "python -m examples.tree_listops"):  # what a ListOps run leaves behind: its name
+        pass
+    code, err = _cli(capsys, "--out", str(other))
+    assert code == 2 and "holds a run of python -m examples.tree_listops; python -m examples.poisson" in err, err
+
+
 def test_sigterm_checkpoints_and_resume_is_bit_identical(tmp_path: Path) -> None:
     cfg = TINY.replace(checkpoint_every=7)
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)

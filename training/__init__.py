@@ -18,17 +18,22 @@
 * :mod:`.threads` -- the default thread count, by the model's size;
 * :mod:`.denormals` -- subnormal floats flushed to zero on the CPU during a run (their arithmetic is slow);
 * :mod:`.registry` -- what a checkpoint holds (task, model class, config, version) and :func:`load`, the one
-  route from a run directory to a ready model, for every task in :mod:`training.tasks` or :func:`register` ed.
+  route from a run directory to a ready model, for every task in :mod:`training.tasks` or :func:`register` ed;
+  :func:`check_meta`, the one rule by which resuming and loading both read a checkpoint's metadata;
+* :mod:`.budget` -- a memory :class:`Budget`: a model's parameters and memory estimated from its config
+  alone (:class:`Estimate`), a data file's from its header (:func:`~.budget.check_arrays`), refused past the
+  budget in one line before anything is allocated.
 
 Every user error is a :class:`UserError`: one line at the command line, never a traceback.
 """
 
+from .budget import Budget, BudgetError, Estimate
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .cli import Parser, run_cli
 from .config import Checked, ConfigError, at_least, between, describe, override, validate
 from .denormals import denormals_flushed, flush_denormals
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
-from .errors import UserError
+from .errors import DataError, InputError, UserError
 from .loop import (
     Diverged,
     FitOptions,
@@ -42,17 +47,22 @@ from .loop import (
     fit,
     fit_config,
 )
-from .registry import TaskSpec, load, register, task_names
+from .registry import TaskSpec, check_meta, load, register, task_names
 from .rundir import RunDir, RunDirError
 from .threads import default_threads
 
 __all__ = [
     "SINGLE",
+    "Budget",
+    "BudgetError",
     "Checked",
     "CheckpointError",
     "ConfigError",
+    "DataError",
     "Diverged",
+    "Estimate",
     "FitOptions",
+    "InputError",
     "Interrupted",
     "Optimised",
     "Parser",
@@ -68,6 +78,7 @@ __all__ = [
     "at_least",
     "between",
     "check_batch",
+    "check_meta",
     "check_resume",
     "default_threads",
     "denormals_flushed",

@@ -122,24 +122,47 @@ def non_finite(obj: Any, where: str = "") -> str | None:
     return None
 
 
-def load_checkpoint(path: Path, required: tuple[str, ...] = (), fix: str = FIX) -> dict[str, Any]:
+def load_checkpoint(
+    path: Path, required: tuple[str, ...] = (), fix: str = FIX, max_bytes: int | None = None
+) -> dict[str, Any]:
     """Read a run's checkpoint and check its structure; raise :class:`CheckpointError` naming ``path`` if unusable.
 
-    Checked, where present: ``format`` (the version written), ``meta`` (the task's name, model class and
-    version, :mod:`.registry`), ``config`` (a dict of plain values),
-    ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records),
-    ``elapsed`` (finite seconds); and that every floating-point tensor is finite (:func:`read`).
+    A file larger than ``max_bytes`` (a budget: :class:`~training.budget.Budget`'s ``max_bytes``) is refused before
+    it is read. Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values),
+    ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records), ``elapsed``
+    (finite seconds); that every floating-point tensor is finite (:func:`read`); then the ``required`` keys
+    (:func:`require`). The ``meta`` is the readers' one rule, :func:`~.registry.check_meta`.
     """
+    if max_bytes is not None:
+        check_file_size(path, max_bytes, fix)
     blob = read(path, "checkpoint", fix)
     if not isinstance(blob, dict):
         raise CheckpointError(f"{path}: holds a {type(blob).__name__}, not a checkpoint (a dict); {fix}")
-    missing = [k for k in required if k not in blob]
-    if missing:
-        raise CheckpointError(f"{path}: not a checkpoint of this job (no {', '.join(missing)}); {fix}")
     problem = _structure_problem(blob)
     if problem is not None:
         raise CheckpointError(f"{path}: {problem}; {fix}")
+    require(path, blob, required, fix)
     return blob
+
+
+def require(path: Path, blob: dict[str, Any], keys: tuple[str, ...], fix: str = FIX) -> None:
+    """A :class:`CheckpointError` naming the ``keys`` the checkpoint ``blob`` lacks (never a ``KeyError`` later)."""
+    missing = [k for k in keys if k not in blob]
+    if missing:
+        raise CheckpointError(f"{path}: not a checkpoint of this job (no {', '.join(missing)}); {fix}")
+
+
+def check_file_size(path: Path, max_bytes: int, fix: str = FIX) -> None:
+    """Refuse a file past ``max_bytes`` before reading it (it would all be read into memory)."""
+    try:
+        length = path.stat().st_size
+    except OSError:
+        return  # the reader says what is wrong with a file it cannot open
+    if length > max_bytes:
+        raise CheckpointError(
+            f"{path}: holds {length / 2**30:.3g} GiB, past the memory budget of {max_bytes / 2**30:.3g} GiB; "
+            f"{fix}, or raise the budget (budget=Budget.memory(GIB), --memory GIB)"
+        )
 
 
 _PLAIN = (int, float, str, bool, type(None))
@@ -150,19 +173,6 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         return f"written in checkpoint format {blob['format']!r}, this version reads format {FORMAT}"
     if "job" in blob and not isinstance(blob["job"], str):
         return f"its job is a {type(blob['job']).__name__}, expected the name of the job (a str)"
-    meta = blob.get("meta", {})
-    if not (
-        isinstance(meta, dict)
-        and (
-            not meta
-            or (
-                isinstance(meta.get("task"), str)
-                and isinstance(meta.get("model"), str)
-                and type(meta.get("version")) is int
-            )
-        )
-    ):
-        return f"its meta is {meta!r:.80}, expected a dict of the task's name, its model class and version"
     config = blob.get("config", {})
     if not isinstance(config, dict):
         return f"its config is a {type(config).__name__}, expected a dict of field values"
@@ -187,6 +197,24 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         for r in history
     ):
         return "its history is not a list of records (dicts of numbers)"
+    return None
+
+
+#: what a checkpoint's ``meta`` holds: each key, its type, and what it says
+META = {"task": (str, "the task's name"), "model": (str, "its model class"), "version": (int, "its version")}
+
+
+def meta_problem(meta: object) -> str | None:
+    """What is wrong with a checkpoint's ``meta`` (a dict of :data:`META`: all three keys, their types), or ``None``."""
+    if not isinstance(meta, dict):
+        return f"its meta is {meta!r:.80}, expected a dict of the task's name, its model class and version"
+    missing = [k for k in META if k not in meta]
+    if missing:
+        said = ", ".join(f"{k} ({META[k][1]})" for k in missing)
+        return f"its meta {meta!r:.80} has no {said}: it does not say what it holds"
+    for k, (kind, what) in META.items():
+        if type(meta[k]) is not kind:
+            return f"its meta's {k} is {meta[k]!r:.40}, expected {what} (a {kind.__name__})"
     return None
 
 

@@ -86,6 +86,17 @@ def learning_rate(text: str) -> float:
     return x
 
 
+def gib(text: str) -> float:
+    """``--memory``: GiB of memory a run may take, a finite number in ``(0, 1048576]``."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GiB") from None
+    if not 0 < x <= 2**20:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{x} is out of range: must be in (0, 1048576] GiB")
+    return x
+
+
 def out_dir(text: str) -> Path:
     """``--out``: a run directory of its own -- not empty, not the current directory, the repository or ``/``."""
     if not text.strip():

@@ -1,12 +1,18 @@
 """Configs: a frozen dataclass, overridden by ``FIELD=VALUE`` strings, validated field by field.
 
 A field's type annotation says how its text is parsed (``int``, ``float``, ``str``, ``bool`` or a
-``Literal`` of allowed strings); ``field(metadata=...)`` may bound it: ``min``/``max`` (inclusive),
-``above`` (exclusive). Floats must be finite. Every config also keeps the project's conventions
-(:data:`CONVENTIONS`): a ``seed`` within the generators' range, an ``lr`` no larger than
-:data:`LR_LIMIT`, and no integer past :data:`INT_LIMIT` (a size that large cannot fit in memory).
-Every problem is a :class:`ConfigError` naming the field, the value and what is allowed -- raised
-before any work is done.
+``Literal`` of allowed strings); ``field(metadata=...)`` bounds it: ``min``/``max`` (inclusive),
+``above``/``below`` (exclusive) -- :func:`between` on both sides, as every numeric field of the
+project's configs is (the shared upper bounds: :data:`MAX_WIDTH`, :data:`MAX_HIDDEN`, :data:`MAX_HEADS`,
+:data:`MAX_LAYERS`, :data:`MAX_MODES`, :data:`MAX_STEPS`, :data:`MAX_BATCH`, :data:`MAX_EXAMPLES`).
+Floats must be finite. Every config also keeps the project's conventions (:data:`CONVENTIONS`): a
+``seed`` within the generators' range, an ``lr`` no larger than :data:`LR_LIMIT`, and no integer past
+:data:`INT_LIMIT`. Every problem is a :class:`ConfigError` naming the field, the value and the allowed
+range -- raised before any work is done, alike for a preset, the command line and a checkpoint's config.
+
+A bound says what a field may be on its own; whether the sizes together fit in memory is the
+budget's question (:mod:`training.budget`), asked from the config before any tensor is made.
+:func:`document_bounds` appends a config's ranges to its docstring, so the docstring states them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,23 @@ C = TypeVar("C")
 #: the largest integer a config field may hold unless a convention says otherwise: any count or size past it
 #: (examples, steps, widths) would not fit in memory, and torch indexes with it
 INT_LIMIT = 2**31 - 1
+#: channels: a model's width, a state size, a head's key or value size, features per token
+MAX_WIDTH = 8192
+#: an MLP's hidden size
+MAX_HIDDEN = 65536
+#: attention heads
+MAX_HEADS = 256
+#: layers (encoder depth)
+MAX_LAYERS = 256
+#: Chebyshev terms (or grid nodes) per axis of a function
+MAX_MODES = 512
+#: optimiser steps, and the cadences counted in steps (evaluation, checkpoints, warm-up): 10^8 steps of a
+#: millisecond each are more than a day
+MAX_STEPS = 10**8
+#: examples per optimiser step
+MAX_BATCH = 2**16
+#: examples in a generated data set
+MAX_EXAMPLES = 10**7
 #: the largest learning rate any config accepts: past it, every optimiser here overflows rather than learns
 LR_LIMIT = 10.0
 #: bounds that a field of this name has in every config, on top of its own
@@ -49,8 +72,12 @@ def between(default: Any, least: float, most: float) -> Any:
 
 
 def _fields(config: object) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
-    hints = typing.get_type_hints(type(config))
-    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+    return _fields_of(type(config))
+
+
+def _fields_of(kind: type) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
+    hints = typing.get_type_hints(kind)
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(kind)}
 
 
 def _parse(name: str, hint: Any, text: str) -> Any:
@@ -128,13 +155,54 @@ def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
         if "min" in bounds and value < bounds["min"]:
             return f"must be >= {bounds['min']}"
         if "max" in bounds and value > bounds["max"]:
-            why = " (a size past it cannot fit in memory)" if bounds["max"] == INT_LIMIT else ""
+            why = " (a size past it cannot fit in memory)" if bounds["max"] == INT_LIMIT else _allowed(bounds)
             return f"must be <= {bounds['max']}{why}"
         if "above" in bounds and value <= bounds["above"]:
             return f"must be > {bounds['above']}"
         if "below" in bounds and value >= bounds["below"]:
             return f"must be < {bounds['below']}"
     return None
+
+
+def _allowed(bounds: Any) -> str:
+    """`` (allowed: 1..8192)`` for a field bounded on both sides by ``min`` and ``max`` ('' otherwise)."""
+    if "min" in bounds and "max" in bounds:
+        return f" (allowed: {_number(bounds['min'])}..{_number(bounds['max'])})"
+    return ""
+
+
+def _number(x: float) -> str:
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+def ranges(kind: type) -> dict[str, str]:
+    """Each numeric field's allowed values in words (``"1..8192"``, ``"> 0 and <= 10"``), conventions included."""
+    out = {}
+    for name, (f, hint) in _fields_of(kind).items():
+        if hint not in (int, float):
+            continue
+        b = _bounds(name, hint, f.metadata)
+        if set(b) == {"min", "max"}:
+            out[name] = f"{_number(b['min'])}..{_number(b['max'])}"
+            continue
+        signs = {"min": ">=", "above": ">", "max": "<=", "below": "<"}
+        out[name] = " and ".join(f"{sign} {_number(b[k])}" for k, sign in signs.items() if k in b)
+    return out
+
+
+def document_bounds(kind: type[C]) -> type[C]:
+    """Append to ``kind``'s docstring the range of each numeric field (from its metadata: one source of truth).
+
+    Call it after a config class (``document_bounds(Config)``); the ranges read as the error does.
+    """
+    listed = ", ".join(f"``{name}`` {r}" for name, r in ranges(kind).items())
+    kind.__doc__ = (kind.__doc__ or "").rstrip() + (
+        "\n\n    Bounds (inclusive unless marked; checked alike for a preset, ``--config`` and a checkpoint): "
+        f"{listed}.\n"
+    )
+    return kind
 
 
 def describe(config: object) -> dict[str, Any]:

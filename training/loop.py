@@ -32,12 +32,14 @@ from torch import Tensor, nn
 from torch.optim.lr_scheduler import LRScheduler, OneCycleLR
 from typing_extensions import TypeVar
 
+from .budget import Budget
 from .checkpoint import (
     FORMAT,
     CheckpointError,
     StateError,
     load_checkpoint,
     non_finite,
+    require,
     restore_training_state,
     save_checkpoint,
     training_state,
@@ -46,6 +48,7 @@ from .config import ConfigError, describe, differences
 from .denormals import flush_denormals
 from .distributed import SINGLE, Ranks
 from .errors import UserError
+from .registry import check_meta
 from .threads import use_threads
 
 CHECKPOINT = "checkpoint.pt"
@@ -172,6 +175,7 @@ def fit(
     ranks: Ranks = SINGLE,
     meta: Mapping[str, Any] | None = None,
     threads: int | None = None,
+    budget: Budget | None = None,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
@@ -179,10 +183,12 @@ def fit(
     ``fix`` is the advice a divergence error gives. Under ``torchrun`` (``ranks``), only rank 0 writes
     checkpoints and shows progress; every rank stops at the same step. ``meta`` (a task's
     :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
-    rebuild the model. ``threads`` sets torch's CPU threads for the run (default: by the model's size,
-    :func:`~.threads.default_threads`); the first progress line says how many, and the count is restored after.
-    Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep attention window
-    makes them in bulk, at many times the cost of normal arithmetic), and the previous mode restored after.
+    rebuild the model, and a checkpoint resumed from must hold the same (:func:`check_resume`); ``budget``
+    bounds the size of a checkpoint file read back. ``threads`` sets torch's CPU threads for the run (default: by
+    the model's size, :func:`~.threads.default_threads`); the first progress line says how many, and the count is
+    restored after. Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep
+    attention window makes them in bulk, at many times the cost of normal arithmetic), and the previous mode
+    restored after.
     """
 
     path = None if out is None else out / CHECKPOINT
@@ -190,7 +196,7 @@ def fit(
         out.mkdir(parents=True, exist_ok=True)
     run = Progress()
     if path is not None and path.exists():
-        _resume(task, run, path, dict(config))
+        _resume(task, run, path, dict(config), meta, budget)
     blob_config = dict(config)
 
     def save() -> None:
@@ -266,6 +272,7 @@ class FitOptions(TypedDict, total=False):
     on_step: Callable[[Progress], None] | None
     ranks: Ranks
     threads: int | None
+    budget: Budget | None
 
 
 def fit_config(
@@ -293,15 +300,24 @@ def fit_config(
     )
 
 
-def check_resume(out: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The checkpoint in ``out`` if there is one, after checking it was written with ``config`` (``steps`` aside).
+def check_resume(
+    out: Path, config: Mapping[str, Any], meta: Mapping[str, Any] | None = None, budget: Budget | None = None
+) -> dict[str, Any] | None:
+    """The checkpoint in ``out`` if there is one, after checking it holds what ``meta`` says (a task's
+    :meth:`~.registry.TaskSpec.meta`: the same rule, and the same words, as :func:`~.registry.load`,
+    :func:`~.registry.check_meta`) and was written with ``config`` (``steps`` aside).
 
-    Call it before expensive setup (data generation), so that a refused resume fails at once.
+    A file past ``budget`` (default :class:`~.budget.Budget`) is refused before it is read. Call it before
+    expensive setup (data generation), so that a refused resume fails at once.
     """
     path = out / CHECKPOINT
     if not path.exists():
         return None
-    blob = load_checkpoint(path, required=("config", "step", "task", "history", "elapsed"))
+    budget = budget if budget is not None else Budget()
+    blob = load_checkpoint(path, max_bytes=budget.max_bytes)
+    if meta is not None:
+        check_meta(path, blob, meta, out)
+    require(path, blob, ("config", "step", "task", "history", "elapsed"))
     diff = differences(blob["config"], dict(config), ignore=("steps",))
     if diff:
         raise ConfigError(
@@ -394,8 +410,10 @@ def job_of(task: Task) -> str:
     return f"{type(task).__module__}.{type(task).__qualname__}"
 
 
-def _resume(task: Task, run: Progress, path: Path, config: dict[str, Any]) -> None:
-    blob = check_resume(path.parent, config)
+def _resume(
+    task: Task, run: Progress, path: Path, config: dict[str, Any], meta: Mapping[str, Any] | None, budget: Budget | None
+) -> None:
+    blob = check_resume(path.parent, config, meta, budget)
     assert blob is not None
     fix = "delete it, or pass another --out to start afresh"
     if blob.get("job", job_of(task)) != job_of(task):

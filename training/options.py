@@ -1,7 +1,9 @@
 """The options every training program shares, derived once from its config dataclass.
 
 :func:`program` makes the parser: ``--preset``, ``--config FIELD=VALUE`` (repeatable), ``--steps N``,
-``--out DIR``, ``--device``, ``--threads``, ``--no-progress``; a program adds its own options to it.
+``--out DIR``, ``--device``, ``--threads``, ``--memory GIB``, ``--no-progress``; a program adds its own options to
+it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.budget`` after :func:`parse`): a model whose
+config would take more is refused before anything is built.
 :func:`parse` then adds a shorthand ``--FIELD VALUE`` for every config field no option already uses
 (``--lr 3e-3`` is ``--config lr=3e-3``; a program's own option of a field's name, such as a ``--family``
 with choices, sets that field the same way), parses, and builds the config: the preset, then ``--config``
@@ -24,7 +26,8 @@ from typing import Any, TypeVar
 
 import torch
 
-from .cli import Parser, out_dir, threads
+from .budget import DEFAULT_GIB, Budget
+from .cli import Parser, gib, out_dir, threads
 from .config import override
 from .distributed import device_of
 from .errors import UserError
@@ -32,7 +35,7 @@ from .errors import UserError
 C = TypeVar("C")
 N = TypeVar("N", bound=str)
 #: the options every program has; a config field of one of these names is set with --config only
-SHARED = ("preset", "config", "steps", "out", "device", "threads", "no_progress")
+SHARED = ("preset", "config", "steps", "out", "device", "threads", "memory", "no_progress")
 
 
 def program(
@@ -67,6 +70,14 @@ def program(
         default=None,
         help="torch CPU threads (default: the free cores by load average, at most 2 for a small model)",
     )
+    p.add_argument(
+        "--memory",
+        type=gib,
+        default=DEFAULT_GIB,
+        metavar="GIB",
+        help=f"the most memory the model may take to train, in GiB (default {DEFAULT_GIB:g}): a larger config is "
+        "refused before anything is built",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     p.set_defaults(_presets=presets)
     return p
@@ -94,6 +105,7 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Any, argp
     if not isinstance(a.device, str) or not a.device.strip():
         raise UserError("argument --device: empty; name a device: cpu, cuda or cuda:N")
     device_of(a.device)  # exists on this machine: checked before any work
+    a.budget = Budget.memory(a.memory)
     return override(presets[a.preset], items), a
 
 

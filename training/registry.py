@@ -7,24 +7,33 @@ Every checkpoint a task's training writes records, beside its tensors, a small p
 ``task`` names a :class:`TaskSpec` in the registry the library owns (``poisson``, ``darcy``, ``lm``,
 ``tree_listops``; :func:`register` adds a user's), ``model`` the class it builds, and ``version`` the
 task's model layout: bumped when a change to the model or its config would misread older weights.
-:func:`load` reads the checkpoint (``weights_only=True``: tensors and plain data only), looks the task
-up, refuses a checkpoint of another task or of another version in one line naming both, and returns the
-model built from the recorded config with the weights loaded, in eval mode.
+
+One rule for every reader (:func:`check_meta`): resuming a run (:func:`training.check_resume`,
+:func:`training.fit`) and :func:`load` read the same ``meta`` the same way -- a checkpoint without it, with
+a key missing, of another task, another model class or another version is refused by both, in one line
+with the same words. :func:`load` then checks, from the checkpoint's config alone, each field's bounds
+(the task's ``config``) and the model's size against a memory :class:`~training.budget.Budget` (the task's
+``cost``), and only then builds the model, loads the weights (checked against its shapes) and returns it
+in eval mode. A hostile file can hold the loader neither for long nor for much memory: the order is bounds,
+budget, allocation.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import torch
 from torch import nn
 
-from .checkpoint import CheckpointError, load_checkpoint, load_device, load_model, run_path
+from .budget import Budget, BudgetError, Estimate, check, meta_parameters
+from .checkpoint import CheckpointError, load_checkpoint, load_device, load_model, meta_problem, require, run_path
+from .config import ConfigError, describe
+from .errors import UserError
 
 CHECKPOINT = "checkpoint.pt"
 M = TypeVar("M", bound=nn.Module)
@@ -52,6 +61,12 @@ class TaskSpec(Generic[M]):
             model needs more (a vocabulary), ``blob["task"]``.
         program: the program that trains it (``"examples.poisson"``), named in errors.
         what: the model in words, for errors (``"a Poisson model"``).
+        config: the config from a checkpoint's recorded fields, validated field by field (a
+            :class:`~training.ConfigError` past a bound); called before anything is built. ``None``: the
+            fields are checked only by :attr:`build`.
+        cost: the model's :class:`~training.budget.Estimate` from the fields and the checkpoint's task state
+            (``blob["task"]``: a vocabulary, say) -- arithmetic, never a model built. ``None``: the parameters are
+            counted on torch's meta device (:func:`~training.budget.meta_parameters`), after :attr:`config`.
     """
 
     name: str
@@ -60,6 +75,8 @@ class TaskSpec(Generic[M]):
     build: Callable[[dict[str, Any]], M]
     program: str
     what: str
+    config: Callable[[Mapping[str, Any]], object] | None = None
+    cost: Callable[[Mapping[str, Any], Mapping[str, Any]], Estimate] | None = None
 
     def meta(self) -> dict[str, Any]:
         """The plain metadata a checkpoint of this task records."""
@@ -68,6 +85,67 @@ class TaskSpec(Generic[M]):
             "model": f"{self.model.__module__}.{self.model.__qualname__}",
             "version": self.version,
         }
+
+    def reference(self) -> dict[str, Any]:
+        """The config's default fields (what a budget refusal compares each field with), or ``{}``."""
+        if self.config is None:
+            return {}
+        try:
+            default = self.config({})
+        except (UserError, TypeError, ValueError):
+            return {}
+        return describe(default) if is_dataclass(default) else {}
+
+    def admit(
+        self,
+        fields: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+        budget: Budget | None = None,
+        *,
+        where: str = "",
+        training: bool = False,
+        fix: str = "raise the budget (--memory GIB)",
+        error: type[UserError] | None = None,
+    ) -> Estimate | None:
+        """Check ``fields`` (a config as plain data) before anything is built: each field's bounds, then the model's
+        size against ``budget`` (:func:`training.budget.check`; ``training``: the memory to train it).
+
+        ``state`` is what :attr:`cost` reads besides the config (a checkpoint's ``task`` state). Returns the
+        estimate (``None`` when neither :attr:`cost` nor the meta device can give one).
+        """
+        if self.config is not None:
+            try:
+                config = self.config(fields)
+            except (UserError, TypeError, ValueError) as e:
+                raise (error or ConfigError)(f"{where + ': ' if where else ''}{_first(e)}") from None
+            if is_dataclass(config):  # every field, defaults included, beside the extra ones recorded
+                fields = {**fields, **describe(config)}
+        extra = state if state is not None else {}
+        reference = self.reference()
+        cost: Callable[[Mapping[str, Any]], Estimate]
+        if self.cost is not None:
+            spec_cost = self.cost
+            cost = lambda f: spec_cost(f, extra)  # noqa: E731
+        else:
+            count = meta_parameters(lambda: self.build({"config": dict(fields), "task": dict(extra)}))
+            if count is None:
+                return None
+            cost, reference = (lambda f: Estimate.of(count)), {}
+        try:
+            cost(fields)  # what the estimate reads of the state (a vocabulary) may be damaged: say so, in one line
+        except (TypeError, ValueError, KeyError, ArithmeticError) as e:
+            raise (error or UserError)(f"{where + ': ' if where else ''}not {self.what} ({_first(e)})") from None
+        return check(
+            cost,
+            fields,
+            budget,
+            where=where,
+            what=self.what,
+            reference=reference,
+            training=training,
+            fix=fix,
+            error=error or BudgetError,
+        )
 
 
 def register(spec: TaskSpec[Any]) -> None:
@@ -110,26 +188,89 @@ def checkpoint_in(run_dir: Path) -> Path:
     return path
 
 
-def describe_meta(meta: dict[str, Any]) -> str:
+def describe_meta(meta: Mapping[str, Any]) -> str:
     """A checkpoint's metadata in words: ``task 'poisson' (PoissonModel, version 1)``."""
     model = str(meta.get("model", "?")).rsplit(".", 1)[-1]
     return f"task {meta.get('task')!r} ({model}, version {meta.get('version')})"
 
 
-def load(run_dir: str | os.PathLike[str], device: torch.device | str = "cpu", *, task: str | None = None) -> nn.Module:
+def _program(task: object) -> str | None:
+    """The program that trains ``task`` (a registered or built-in task's name), or ``None``."""
+    if not isinstance(task, str) or task not in task_names():
+        return None
+    return spec_of(task).program
+
+
+def check_meta(path: Path, blob: Mapping[str, Any], expected: Mapping[str, Any] | None, root: Path) -> dict[str, Any]:
+    """The one rule of every reader: the checkpoint ``blob`` at ``path`` holds what ``expected`` says (a
+    :meth:`TaskSpec.meta`; ``None``: what the registry says of the task it names). Returns its ``meta``.
+
+    Resuming and :func:`load` both call it, so a checkpoint one refuses the other refuses, in the same words:
+    no ``meta`` (or one without its task, model class and version: :func:`~.checkpoint.meta_problem`), a task
+    the library does not know, another task, another model class, another version.
+    """
+    meta = blob.get("meta")
+    program = _program(expected["task"]) if expected is not None else None
+    retrain = f"python -m {program} --out {root}" if program is not None else "the program that trained it"
+    if meta is None:
+        raise CheckpointError(
+            f"{path}: does not record what it holds (no meta: the task, its model class and version); it was not "
+            f"written by this version of the library: retrain with {retrain}, or pass another --out"
+        )
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise CheckpointError(f"{path}: {problem}; retrain with {retrain}, or pass another --out")
+    if expected is None:
+        if meta["task"] not in task_names():
+            raise CheckpointError(
+                f"{path}: holds {describe_meta(meta)}, a task this library does not know (known: "
+                f"{', '.join(task_names())}); register it (training.register) or install the version that wrote it"
+            )
+        expected = spec_of(meta["task"]).meta()
+        program = _program(meta["task"])
+    if meta["task"] != expected["task"]:
+        theirs = _program(meta["task"])
+        belongs = f"it belongs to python -m {theirs}" if theirs is not None else "a task this library does not know"
+        raise CheckpointError(
+            f"{path}: holds {describe_meta(meta)}, not {describe_meta(expected)}; {belongs}: pass another --out, "
+            f"or load it with training.load({str(root)!r})"
+        )
+    if meta["model"] != expected["model"] or meta["version"] != expected["version"]:
+        raise CheckpointError(
+            f"{path}: holds {describe_meta(meta)}, but this library reads {describe_meta(expected)}; retrain with "
+            f"python -m {program} --out {root} (move this one away first), or install the version that wrote it"
+        )
+    return dict(meta)
+
+
+def load(
+    run_dir: str | os.PathLike[str],
+    device: torch.device | str = "cpu",
+    *,
+    task: str | None = None,
+    budget: Budget | None = None,
+) -> nn.Module:
     """The trained model in ``run_dir`` (the ``--out`` of a training program), ready and in eval mode.
 
     Args:
         run_dir: a run directory (``runs/poisson``), or a job's directory holding one model's directory.
         device: where to put the model (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
         task: the task the caller expects (``"poisson"``); a checkpoint of another task is refused.
-            Needed only for checkpoints written before they recorded their task.
+        budget: the most memory the model may take (default :class:`~training.budget.Budget`: a laptop's);
+            a checkpoint whose config gives a larger model, or a file larger than ``max_bytes``, is refused
+            before anything is allocated. ``Budget.memory(64)`` for a machine of 64 GiB.
 
     Raises:
-        CheckpointError: no checkpoint, a damaged one, one of another task or version (one line each).
+        CheckpointError: no checkpoint, a damaged one, one of another task, model class or version, a config
+            field out of its bounds, a model past the budget (one line each, naming the file).
     """
     root = run_path(run_dir, "<program> (e.g. examples.poisson)")
     load_device(device)  # before the files: a wrong argument is named first
+    if task is not None and not isinstance(task, str):
+        raise CheckpointError(f"load: task must be a task's name (a str: {', '.join(task_names())}), got {task!r:.60}")
+    if budget is not None and not isinstance(budget, Budget):
+        raise UserError(f"load: budget must be a training.Budget (e.g. Budget.memory(16)), got {budget!r:.60}")
+    budget = budget if budget is not None else Budget()
     expected = None if task is None else spec_of(task)
     path = checkpoint_in(root)
     program = expected.program if expected is not None else "examples.poisson (or another program)"
@@ -137,26 +278,23 @@ def load(run_dir: str | os.PathLike[str], device: torch.device | str = "cpu", *,
         raise CheckpointError(
             f"{path}: no checkpoint there; check the path, or train one: python -m {program} --out {root}"
         )
-    blob = load_checkpoint(path, required=("config", "task"))
-    meta = blob.get("meta")
-    if meta is None:  # written before checkpoints said what they hold: the caller's word is all there is
-        if expected is None:
-            raise CheckpointError(
-                f"{path}: does not record its task (an older checkpoint); name it: "
-                f"load({str(root)!r}, task=...) with one of {', '.join(task_names())}"
-            )
-        spec = expected
-    else:
-        spec = spec_of(meta["task"]) if expected is None or meta["task"] != expected.name else expected
-        if expected is not None and spec is not expected:
-            raise CheckpointError(
-                f"{path}: holds {describe_meta(meta)}, not {describe_meta(expected.meta())}; "
-                f"load it with {spec.program}'s load, or training.load({str(root)!r})"
-            )
-        if meta["version"] != spec.version:
-            raise CheckpointError(
-                f"{path}: holds {describe_meta(meta)}, but this library reads {describe_meta(spec.meta())}; "
-                f"retrain with python -m {spec.program} --out {root}, or install the version that wrote it"
-            )
+    fix = "retrain, or pass another run directory"
+    blob = load_checkpoint(path, fix=fix, max_bytes=budget.max_bytes)
+    meta = check_meta(path, blob, None if expected is None else expected.meta(), root)
+    require(path, blob, ("config", "task"), fix)
+    spec = spec_of(meta["task"])
+    spec.admit(
+        blob["config"],
+        blob["task"],
+        budget,
+        where=str(path),
+        fix="raise the budget: training.load(..., budget=Budget.memory(GIB))",
+        error=CheckpointError,
+    )
     model: nn.Module = load_model(path, spec.build, device, spec.program, spec.what, blob=blob)
     return model
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip()
+    return (text.splitlines()[0] if text else type(e).__name__)[:200]

@@ -51,7 +51,7 @@ from instances import DAG, Expressions, Vector
 from models import DAGFold, TreeFold
 from training import RunDir, UserError, at_least, between, check_resume, describe, fit_config, options, run_cli
 from training.cli import output_file
-from training.config import Checked, batch_within
+from training.config import MAX_STEPS, Checked, batch_within, document_bounds
 from training.loop import Optimised, Progress
 
 from .data import OPS, Circuit, dag_batch, generate, tree_batch, tree_size
@@ -79,7 +79,7 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations (depths 1-4) / checkpoints.
     """
 
-    steps: int = at_least(3000, 1)
+    steps: int = between(3000, 1, MAX_STEPS)
     batch: int = between(128, 1, 2**16)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
     width: int = between(64, 1, 4096)
@@ -87,11 +87,14 @@ class Config(Checked):
     train: int = between(20000, 1, 10**6)
     test: int = between(2000, 1, 10**6)
     seed: int = at_least(0, 0)
-    eval_every: int = at_least(1000, 1)
-    checkpoint_every: int = at_least(500, 1)
+    eval_every: int = between(1000, 1, MAX_STEPS)
+    checkpoint_every: int = between(500, 1, MAX_STEPS)
 
     def consistent(self) -> str | None:
         return batch_within(self, "training circuits")
+
+
+document_bounds(Config)
 
 
 PRESETS: dict[str, Config] = {
@@ -237,7 +240,7 @@ def experiment(argv: Sequence[str] | None = None) -> list[Result]:
         )
     if a.threads is not None:
         torch.set_num_threads(a.threads)
-    with RunDir(a.out) if a.out is not None else contextlib.nullcontext():
+    with RunDir(a.out, PROG) if a.out is not None else contextlib.nullcontext():
         return _experiment(config, kinds, a, a.out)
 
 

@@ -91,7 +91,7 @@ def run(argv: list[str] | None) -> int:
     out: Path = a.out if a.out is not None else Path(f"runs/cross_modal_{task}")
     if a.threads is not None:
         torch.set_num_threads(a.threads)
-    with RunDir(out):
+    with RunDir(out, "python -m examples.cross_modal"):
         check_resume(out, {**describe(config), "task": task})
         held = data.held_out(config)
         trained = train.train(config, task, held, out, progress=not a.no_progress, threads=a.threads)

@@ -5,8 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from training import at_least
-from training.config import Checked
+from training import at_least, between
+from training.config import (
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_MODES,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    document_bounds,
+)
 
 #: the two tasks: scattered samples -> a function, a low-resolution image -> a function of two variables
 TaskKind = Literal["points", "grid"]
@@ -30,28 +40,31 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
     """
 
-    steps: int = at_least(3000, 1)
-    batch: int = at_least(32, 1)
+    steps: int = between(3000, 1, MAX_STEPS)
+    batch: int = between(32, 1, MAX_BATCH)
     lr: float = field(default=2e-3, metadata={"above": 0.0})
-    width: int = at_least(32, 1)
-    hidden: int = at_least(64, 1)
-    heads: int = at_least(4, 1)
-    memory_depth: int = at_least(1, 0)
-    query_depth: int = at_least(2, 1)
-    modes: int = at_least(16, 1)
-    degree: int = at_least(12, 1)
-    decay: float = field(default=0.7, metadata={"above": 0.0})
-    min_points: int = at_least(6, 2)
-    max_points: int = at_least(24, 2)
-    resolution: int = at_least(16, 4)
-    position: int = at_least(16, 1)
-    test: int = at_least(500, 1)
+    width: int = between(32, 1, MAX_WIDTH)
+    hidden: int = between(64, 1, MAX_HIDDEN)
+    heads: int = between(4, 1, MAX_HEADS)
+    memory_depth: int = between(1, 0, MAX_LAYERS)
+    query_depth: int = between(2, 1, MAX_LAYERS)
+    modes: int = between(16, 1, MAX_MODES)
+    degree: int = between(12, 1, MAX_MODES)
+    decay: float = field(default=0.7, metadata={"above": 0.0, "max": 10.0})
+    min_points: int = between(6, 2, 10**5)
+    max_points: int = between(24, 2, 10**5)
+    resolution: int = between(16, 4, 1024)
+    position: int = between(16, 1, MAX_WIDTH)
+    test: int = between(500, 1, 10**6)
     seed: int = at_least(0, 0)
-    eval_every: int = at_least(250, 1)
-    checkpoint_every: int = at_least(500, 1)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(500, 1, MAX_STEPS)
 
     def consistent(self) -> str | None:
         return _consistent(self)
+
+
+document_bounds(Config)
 
 
 def _consistent(c: Config) -> str | None:

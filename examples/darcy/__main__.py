@@ -25,15 +25,17 @@ import torch
 from training import RunDir, check_resume, describe, options, run_cli
 from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
-from training.tasks.darcy.model import CHECKPOINT
+from training.tasks.darcy.model import CHECKPOINT, SPEC
 
 from . import train
+
+PROG = "python -m examples.darcy"
 
 
 def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--family``, ``--config`` and ``--steps`` overrides, validated) and the options."""
     out_help = "run directory (default runs/darcy-FAMILY)"
-    p = options.program("python -m examples.darcy", __doc__.split("\n")[0], PRESETS, out_help=out_help)
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help=out_help)
     p.add_argument("--family", choices=data.FAMILIES, default=None, help="shorthand for --config family=...")
     config, a = options.config_of(p, argv, Config)
     if a.out is None:
@@ -45,13 +47,16 @@ def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
-    with RunDir(a.out):
-        check_resume(a.out, describe(config))  # before the data: a refused resume fails at once
+    SPEC.admit(describe(config), budget=a.budget, training=True)  # fits in memory: before anything is built
+    with RunDir(a.out, PROG):
+        check_resume(a.out, describe(config), SPEC.meta(), a.budget)  # before the data: a refused resume fails at once
         t0 = time.perf_counter()
         splits = data.splits(config.family, config.n_train, config.n_test, config.points, config.seed, config.refine)
         print(f"config: {config}")
         print(f"data: {len(splits.train)} train, {len(splits.test)} held-out ({time.perf_counter() - t0:.1f}s)")
-        trained, task = train.train(config, splits, a.out, a.device, progress=not a.no_progress, threads=a.threads)
+        trained, task = train.train(
+            config, splits, a.out, a.device, progress=not a.no_progress, threads=a.threads, budget=a.budget
+        )
         errs = task.errors()
         params = sum(p.numel() for p in trained.model.parameters())
         report = {
@@ -79,7 +84,7 @@ def run(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
-    return run_cli("python -m examples.darcy", lambda: run(argv))
+    return run_cli(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

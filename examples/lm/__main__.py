@@ -31,7 +31,7 @@ from training import (
 from training.cli import bounded
 from training.tasks.lm import data
 from training.tasks.lm.config import PRESETS, Config
-from training.tasks.lm.model import CHECKPOINT
+from training.tasks.lm.model import CHECKPOINT, SPEC
 
 from . import train
 
@@ -52,15 +52,19 @@ def run(argv: list[str] | None) -> int:
     config, a = parse(argv)
     ranks, device = setup(device_of(a.device))
     check_batch(config.batch, ranks)
-    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
-        check_resume(a.out, describe(config))
+    with RunDir(a.out, PROG) if ranks.main else contextlib.nullcontext():
+        check_resume(a.out, describe(config), SPEC.meta(), a.budget)
         corpus = data.corpus(config.limit or None)
+        # fits in memory (the vocabulary is the corpus's): before anything is built
+        SPEC.admit(describe(config), {"vocab": corpus.vocab}, a.budget, training=True)
         unigram = corpus.unigram_bits()
         print(
             f"corpus: {len(corpus.train)} train / {len(corpus.valid)} valid characters, {len(corpus.vocab)} "
             f"symbols; sha256 {corpus.sha256[:16]}; unigram baseline {unigram:.3f} bits/char"
         )
-        trained = train.train(config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads)
+        trained = train.train(
+            config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads, budget=a.budget
+        )
         if ranks.main:
             model = trained.model.eval()
             g = torch.Generator().manual_seed(config.seed)

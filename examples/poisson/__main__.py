@@ -38,13 +38,16 @@ from training.cli import writable_dir
 from training.speed import check_amp
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS, Config
+from training.tasks.poisson.model import SPEC
 
 from . import generalise, plot, train
+
+PROG = "python -m examples.poisson"
 
 
 def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
     """The config (preset, then ``--config`` and ``--steps`` overrides, validated) and the other options."""
-    p = options.program("python -m examples.poisson", __doc__.split("\n")[0], PRESETS, out="runs/poisson")
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out="runs/poisson")
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
         "--compile",
@@ -66,9 +69,10 @@ def run(argv: list[str] | None) -> int:
     check_amp(a.amp, device)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
+    SPEC.admit(describe(config), budget=a.budget, training=True)  # fits in memory: before anything is built
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
-    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
-        check_resume(a.out, describe(config))
+    with RunDir(a.out, PROG) if ranks.main else contextlib.nullcontext():
+        check_resume(a.out, describe(config), SPEC.meta(), a.budget)
         t0 = time.perf_counter()
         splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, a.cache, config.sources)
         print(f"config: {config}")
@@ -87,6 +91,7 @@ def run(argv: list[str] | None) -> int:
             compile=a.compile,
             amp=a.amp,
             threads=a.threads,
+            budget=a.budget,
         )
         if not ranks.main:
             ranks.barrier()  # leave the group together with rank 0, once it has written its report
@@ -134,7 +139,7 @@ def run(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; a user error is one line on stderr (exit 2), an interruption exit 130 / 143."""
-    return run_cli("python -m examples.poisson", lambda: run(argv))
+    return run_cli(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from training import (
 )
 from training.tasks.tree_listops import data
 from training.tasks.tree_listops.config import MODELS, PRESETS, Config, ModelKind
+from training.tasks.tree_listops.model import SPEC
 
 from . import train
 
@@ -76,9 +77,11 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         torch.set_num_threads(a.threads)
     results: dict[str, dict[str, Any]] = {}
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
-    with RunDir(a.out) if ranks.main else contextlib.nullcontext():
+    for name in models:  # each fits in memory: before anything is built
+        SPEC.admit(train.checkpoint_config(config, name), budget=a.budget, training=True)
+    with RunDir(a.out, PROG) if ranks.main else contextlib.nullcontext():
         for name in models:
-            check_resume(a.out / name, train.checkpoint_config(config, name))
+            check_resume(a.out / name, train.checkpoint_config(config, name), SPEC.meta(), a.budget)
         splits = data.splits(config.train, config.test, config.seed, config.deep, config.deepest)
         test, deep = splits.test, splits.deep
         majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
@@ -97,7 +100,15 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         }
         for name in models:
             trained = train.train(
-                config, name, splits, a.out / name, device, progress=not a.no_progress, ranks=ranks, threads=a.threads
+                config,
+                name,
+                splits,
+                a.out / name,
+                device,
+                progress=not a.no_progress,
+                ranks=ranks,
+                threads=a.threads,
+                budget=a.budget,
             )
             if not ranks.main:
                 continue

@@ -68,7 +68,7 @@ def run(argv: list[str] | None) -> int:
     report = compare(config, progress=not a.no_progress, threads=a.threads)
     print(table(report))
     if a.out is not None:
-        with RunDir(a.out):
+        with RunDir(a.out, PROG):
             (a.out / "report.json").write_text(json.dumps(report, indent=1))
         print(f"wrote {a.out / 'report.json'}")
     if a.json is not None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from training import at_least, between
-from training.config import Checked
+from training.config import (
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    document_bounds,
+)
 
 
 @dataclass(frozen=True)
@@ -23,17 +32,20 @@ class Config(Checked):
 
     train: int = between(4000, 2, 10**7)  # more would not fit beside the models in a small machine's memory
     test: int = between(4000, 2, 10**7)
-    components: int = at_least(6, 1)
-    width: int = at_least(32, 1)
-    hidden: int = at_least(64, 1)
-    heads: int = at_least(2, 1)
-    depth: int = at_least(2, 1)
-    steps: int = at_least(2500, 1)
-    batch: int = at_least(128, 1)
+    components: int = between(6, 1, 4096)
+    width: int = between(32, 1, MAX_WIDTH)
+    hidden: int = between(64, 1, MAX_HIDDEN)
+    heads: int = between(2, 1, MAX_HEADS)
+    depth: int = between(2, 1, MAX_LAYERS)
+    steps: int = between(2500, 1, MAX_STEPS)
+    batch: int = between(128, 1, MAX_BATCH)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
-    eval_every: int = at_least(500, 1)
-    points: int = at_least(8, 1)
+    eval_every: int = between(500, 1, MAX_STEPS)
+    points: int = between(8, 1, 1024)
     seed: int = at_least(0, 0)
+
+
+document_bounds(Config)
 
 
 PRESETS: dict[str, Config] = {

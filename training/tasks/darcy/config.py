@@ -5,8 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from training import at_least
-from training.config import Checked
+from training.config import (
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_MODES,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    at_least,
+    between,
+    document_bounds,
+)
 
 from .data import Family
 
@@ -69,40 +80,40 @@ class Config(Checked):
     """
 
     family: Family = "piecewise"
-    points: int = at_least(33, 3)
-    refine: int = at_least(2, 1)
-    modes: int = at_least(20, 2)
-    width: int = at_least(64, 1)
-    hidden: int = at_least(128, 1)
-    heads: int = at_least(4, 1)
-    depth: int = at_least(3, 1)
+    points: int = between(33, 3, 1025)
+    refine: int = between(2, 1, 8)
+    modes: int = between(20, 2, MAX_MODES)
+    width: int = between(64, 1, MAX_WIDTH)
+    hidden: int = between(128, 1, MAX_HIDDEN)
+    heads: int = between(4, 1, MAX_HEADS)
+    depth: int = between(3, 1, MAX_LAYERS)
     normalise: Normalisation = "softmax"
     activation: Activation = "relu"
-    eps: float = field(default=1e-5, metadata={"above": 0.0})
-    n_train: int = at_least(1000, 1)
-    n_test: int = at_least(100, 1)
-    steps: int = at_least(2000, 1)
-    batch: int = at_least(32, 1)
+    eps: float = field(default=1e-5, metadata={"above": 0.0, "max": 1e6})
+    n_train: int = between(1000, 1, 10**6)
+    n_test: int = between(100, 1, 10**6)
+    steps: int = between(2000, 1, MAX_STEPS)
+    batch: int = between(32, 1, MAX_BATCH)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
-    weight_decay: float = at_least(0.0, 0.0)
+    weight_decay: float = between(0.0, 0.0, 10.0)
     warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
-    clip: float = at_least(1.0, 0.0)
+    clip: float = between(1.0, 0.0, 1e6)
     beta2: float = field(default=0.999, metadata={"min": 0.0, "below": 1.0})
-    smooth: float = at_least(0.0, 0.0)
-    eval_every: int = at_least(250, 1)
-    checkpoint_every: int = at_least(250, 1)
+    smooth: float = between(0.0, 0.0, 1e6)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(250, 1, MAX_STEPS)
     seed: int = at_least(0, 0)
     dtype: DType = "float32"
     reader: Reader = "interpolant"
     sequence: Sequence = "x"
     domain_normalise: Normalisation = "linear"
     reader_normalise: Normalisation = "softmax"
-    reader_width: int = at_least(0, 0)
-    reader_heads: int = at_least(0, 0)
-    reader_window: float = at_least(0.0, 0.0)
-    window: float = at_least(0.0, 0.0)
-    frequencies: int = at_least(8, 0)
-    channels: int = at_least(1, 1)
+    reader_width: int = between(0, 0, MAX_WIDTH)
+    reader_heads: int = between(0, 0, MAX_HEADS)
+    reader_window: float = between(0.0, 0.0, 1e6)
+    window: float = between(0.0, 0.0, 1e6)
+    frequencies: int = between(8, 0, 1024)
+    channels: int = between(1, 1, MAX_WIDTH)
     homogeneous: bool = False
     augment: bool = False
 
@@ -114,6 +125,9 @@ class Config(Checked):
 
     def consistent(self) -> str | None:
         return _consistent(self)
+
+
+document_bounds(Config)
 
 
 def _consistent(c: Config) -> str | None:
@@ -128,6 +142,11 @@ def _consistent(c: Config) -> str | None:
             f"config fields reader_width={c.reader_width}, reader_heads={c.reader_heads} (width={c.width}, "
             f"heads={c.heads}): the grid reader's {heads} heads must divide its {channels} channels; "
             "pick reader_heads dividing reader_width"
+        )
+    if c.reader == "grid" and c.frequencies == 0:
+        return (
+            "config fields frequencies=0, reader=grid: the grid reader's tokens carry Fourier features of their "
+            "coordinates; set frequencies >= 1"
         )
     if c.sequence == "xy" and c.reader != "grid":
         return "config fields sequence=xy, reader=interpolant: the 2D-domain model reads the grid; set reader=grid"

@@ -68,10 +68,11 @@ from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from models.transformer import EncoderLayer
-from training import registry
+from training import InputError, inputs, registry
 
 from . import grid
 from .config import Activation, Config, Normalisation
+from .cost import cost
 from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
@@ -296,12 +297,31 @@ class DarcyModel(nn.Module):
 
     def forward(self, log_a: Tensor) -> Tensor:
         """``log a`` ``(batch, n, n)`` coefficients, or ``(batch, P, P)`` grid samples with ``reader="grid"``
-        (any ``P``) -> ``u`` coefficients ``(batch, n + 2, n + 2)``."""
+        (any ``P >= 3``) -> ``u`` coefficients ``(batch, n + 2, n + 2)``.
+
+        Raises:
+            InputError: ``log_a`` not a real tensor of that shape, or an empty batch.
+        """
+        self.check(log_a)
         c = log_a.to(self.dtype)
         if self.config.homogeneous:  # u(c a) = u(a) / c: read log a - m, divide the prediction by e^m
             c, m = centred(c)
             return self.solution(c) * torch.exp(-m)
         return self.solution(c)
+
+    def check(self, log_a: object) -> None:
+        """:meth:`forward`'s argument checked (an :class:`~training.InputError` naming it and the shape expected)."""
+        n = self.config.modes
+        if self.reader is None:
+            shape = f"(batch, {n}, {n}) of the Chebyshev coefficients of log a"
+            t = inputs.tensor("DarcyModel", "log_a", log_a, shape, 3)
+            if t.shape[-2:] != (n, n):
+                raise InputError(f"DarcyModel: log_a must have shape {shape}, got {tuple(t.shape)}")
+            return
+        shape = "(batch, P, P) of log a on a uniform grid of P >= 3 nodes per axis"
+        t = inputs.tensor("DarcyModel", "log_a", log_a, shape, 3, least=(1, 3, 3))
+        if t.shape[-1] != t.shape[-2]:
+            raise InputError(f"DarcyModel: log_a must have shape {shape} (a square grid), got {tuple(t.shape)}")
 
     def solution(self, c: Tensor) -> Tensor:
         """The network alone: :meth:`forward` without the built-in symmetry."""
@@ -362,5 +382,12 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> DarcyModel:
 
 #: the Darcy operator as :func:`training.load` knows it
 SPEC = registry.TaskSpec(
-    "darcy", 1, DarcyModel, lambda blob: DarcyModel(Config(**blob["config"])), "examples.darcy", "a Darcy model"
+    "darcy",
+    1,
+    DarcyModel,
+    lambda blob: DarcyModel(Config(**blob["config"])),
+    "examples.darcy",
+    "a Darcy model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields),
 )

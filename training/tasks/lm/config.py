@@ -6,8 +6,19 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from training import at_least
-from training.config import Checked
+from training.config import (
+    INT_LIMIT,
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    at_least,
+    between,
+    document_bounds,
+)
 
 ModelKind = Literal["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
 
@@ -31,24 +42,27 @@ class Config(Checked):
     """
 
     model: ModelKind = "gpt"
-    context: int = at_least(64, 2)
-    width: int = at_least(64, 1)
-    hidden: int = at_least(256, 1)
-    heads: int = at_least(4, 1)
-    depth: int = at_least(2, 1)
-    steps: int = at_least(2000, 1)
-    batch: int = at_least(32, 1)
+    context: int = between(64, 2, 65536)
+    width: int = between(64, 1, MAX_WIDTH)
+    hidden: int = between(256, 1, MAX_HIDDEN)
+    heads: int = between(4, 1, MAX_HEADS)
+    depth: int = between(2, 1, MAX_LAYERS)
+    steps: int = between(2000, 1, MAX_STEPS)
+    batch: int = between(32, 1, MAX_BATCH)
     lr: float = field(default=3e-3, metadata={"above": 0.0})
-    warmup: int = at_least(100, 0)
-    clip: float = at_least(1.0, 0.0)
-    eval_every: int = at_least(250, 1)
-    checkpoint_every: int = at_least(250, 1)
-    eval_batches: int = at_least(8, 1)
-    limit: int = at_least(0, 0)
+    warmup: int = between(100, 0, MAX_STEPS)
+    clip: float = between(1.0, 0.0, 1e6)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(250, 1, MAX_STEPS)
+    eval_batches: int = between(8, 1, 10**5)
+    limit: int = between(0, 0, INT_LIMIT)
     seed: int = at_least(0, 0)
 
     def consistent(self) -> str | None:
         return _consistent(self)
+
+
+document_bounds(Config)
 
 
 def _consistent(c: Config) -> str | None:

@@ -14,6 +14,7 @@ the RNN: one square recurrent map) get the width (state size) whose count is nea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,10 @@ from applicative import (
     mul_mmt,
 )
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
-from training import registry
+from training import InputError, inputs, registry
 
 from .config import Config, ModelKind
+from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -105,9 +107,18 @@ class CharLM(nn.Module):
         self.position = nn.Parameter(0.02 * torch.randn(config.context, self.size))
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """Logits ``(batch, T, vocab)`` for ids ``(batch, T)`` (or ``(T,)``), ``1 <= T <= context``.
+
+        Raises:
+            InputError: ``tokens`` not integer ids of the vocabulary, empty, or longer than the context.
+        """
+        inputs.ids("CharLM", "tokens", tokens, "(batch, T)", (1, 2), len(self.vocab))
         t = tokens.shape[-1]
         if t > self.config.context:
-            raise ValueError(f"CharLM: {t} tokens exceed the context of {self.config.context}")
+            raise InputError(
+                f"CharLM: tokens holds {t} positions, past the context of {self.config.context}; pass the last "
+                f"{self.config.context}"
+            )
         v, seq = Vector(len(self.vocab)), Vector(t)
         dtype = next(self.parameters()).dtype
         x = Field(nnf.one_hot(tokens, len(self.vocab)).to(dtype), (seq, v))
@@ -122,7 +133,19 @@ class CharLM(nn.Module):
 
     @torch.no_grad()
     def sample(self, prompt: Tensor, length: int, temperature: float, generator: torch.Generator) -> Tensor:
-        """``prompt`` ``(T0,)`` ids continued by ``length`` sampled characters (the last ``context`` seen)."""
+        """``prompt`` ``(T0,)`` ids continued by ``length`` sampled characters (the last ``context`` seen).
+
+        ``temperature > 0`` divides the logits (``-> 0``: the likeliest character; ``1``: the model's own law).
+
+        Raises:
+            InputError: a prompt that is not ``T0 >= 1`` ids of the vocabulary, a negative ``length``, a
+                temperature that is not a finite number above zero, or no ``torch.Generator``.
+        """
+        inputs.ids("CharLM.sample", "prompt", prompt, "(T0,)", 1, len(self.vocab))
+        inputs.count("CharLM.sample", "length", length, 0)
+        inputs.positive("CharLM.sample", "temperature", temperature, " (it divides the logits)")
+        if not isinstance(generator, torch.Generator):
+            raise InputError(f"CharLM.sample: generator must be a torch.Generator, got {type(generator).__name__}")
         ids = prompt.clone()
         for _ in range(length):
             logits = self(ids[-self.config.context :].unsqueeze(0))[0, -1] / temperature
@@ -138,12 +161,26 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
     return model
 
 
+def _vocab(state: Mapping[str, Any]) -> str:
+    """The vocabulary a checkpoint's task state records (a non-empty str of distinct characters)."""
+    vocab = state.get("vocab")
+    if not isinstance(vocab, str) or not vocab or len(set(vocab)) != len(vocab):
+        raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str of distinct characters")
+    return vocab
+
+
 def _build(blob: dict[str, Any]) -> CharLM:
-    vocab = blob["task"].get("vocab")
-    if not isinstance(vocab, str) or not vocab:
-        raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str")
-    return CharLM(Config(**blob["config"]), vocab)
+    return CharLM(Config(**blob["config"]), _vocab(blob["task"]))
 
 
 #: the character-level language models as :func:`training.load` knows them
-SPEC = registry.TaskSpec("lm", 1, CharLM, _build, "examples.lm", "a language model")
+SPEC = registry.TaskSpec(
+    "lm",
+    1,
+    CharLM,
+    _build,
+    "examples.lm",
+    "a language model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields, len(_vocab(state))),
+)

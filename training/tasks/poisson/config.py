@@ -5,8 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from training import at_least
-from training.config import Checked
+from training.config import (
+    MAX_BATCH,
+    MAX_EXAMPLES,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_MODES,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    at_least,
+    between,
+    document_bounds,
+)
 
 Normalisation = Literal["softmax", "coefficient", "linear"]
 ModelKind = Literal["vector", "chebyshev"]
@@ -55,40 +67,43 @@ class Config(Checked):
             pairs (which a long run overfits); the ``n_train`` pairs then only set the output scale.
     """
 
-    modes: int = at_least(16, 2)
+    modes: int = between(16, 2, MAX_MODES)
     model: ModelKind = "vector"
-    width: int = at_least(64, 1)
-    hidden: int = at_least(128, 1)
-    heads: int = at_least(8, 1)
-    depth: int = at_least(1, 1)
+    width: int = between(64, 1, MAX_WIDTH)
+    hidden: int = between(128, 1, MAX_HIDDEN)
+    heads: int = between(8, 1, MAX_HEADS)
+    depth: int = between(1, 1, MAX_LAYERS)
     normalise: Normalisation = "linear"
-    eps: float = field(default=100.0, metadata={"above": 0.0})
-    n_train: int = at_least(2000, 1)
-    n_test: int = at_least(200, 1)
-    steps: int = at_least(8000, 1)
-    batch: int = at_least(64, 1)
+    eps: float = field(default=100.0, metadata={"above": 0.0, "max": 1e6})
+    n_train: int = between(2000, 1, MAX_EXAMPLES)
+    n_test: int = between(200, 1, MAX_EXAMPLES)
+    steps: int = between(8000, 1, MAX_STEPS)
+    batch: int = between(64, 1, MAX_BATCH)
     lr: float = field(default=1e-2, metadata={"above": 0.0})
-    weight_decay: float = at_least(0.0, 0.0)
+    weight_decay: float = between(0.0, 0.0, 10.0)
     warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
-    clip: float = at_least(1.0, 0.0)
-    eval_every: int = at_least(250, 1)
-    checkpoint_every: int = at_least(250, 1)
+    clip: float = between(1.0, 0.0, 1e6)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(250, 1, MAX_STEPS)
     seed: int = at_least(0, 0)
     dtype: DType = "float32"
-    rank: int = at_least(0, 0)
-    out_modes: int = at_least(0, 0)
+    rank: int = between(0, 0, MAX_MODES)
+    out_modes: int = between(0, 0, MAX_MODES)
     homogeneous: bool = False
     odd: bool = False
     correction: bool = True
     sources: Sources = "decaying"
     sequence: Sequence = "x"
-    domain_modes: int = at_least(0, 0)
-    key_size: int = at_least(0, 0)
-    value_size: int = at_least(0, 0)
+    domain_modes: int = between(0, 0, MAX_MODES)
+    key_size: int = between(0, 0, MAX_WIDTH)
+    value_size: int = between(0, 0, MAX_WIDTH)
     online: bool = False
 
     def consistent(self) -> str | None:
         return _consistent(self)
+
+
+document_bounds(Config)
 
 
 def _consistent(c: Config) -> str | None:

@@ -23,9 +23,10 @@ from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax,
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
-from training import registry
+from training import inputs, registry
 
 from .config import Config
+from .cost import cost
 from .data import l2_norm_sq, pad
 
 CHECKPOINT = "checkpoint.pt"
@@ -95,9 +96,12 @@ class PoissonModel(nn.Module):
         self.dtype = dtype
 
     def read(self, f: Tensor) -> Tensor:
-        """``f`` ``(batch, m, m')`` cut or zero-padded to the model's ``modes x modes``, in its dtype."""
-        if f.ndim != 3:
-            raise ValueError(f"PoissonModel: expected source coefficients (batch, m, m'), got shape {tuple(f.shape)}")
+        """``f`` ``(batch, m, m')`` cut or zero-padded to the model's ``modes x modes``, in its dtype.
+
+        Raises:
+            InputError: ``f`` not a real tensor ``(batch, m, m')`` with every size at least 1.
+        """
+        inputs.tensor("PoissonModel", "f", f, "(batch, m, m') of source coefficients", 3)
         return pad(f, self.config.modes).to(self.dtype)
 
     def operator(self, f: Tensor) -> Tensor:
@@ -145,6 +149,8 @@ SPEC = registry.TaskSpec(
     lambda blob: PoissonModel(Config(**blob["config"])),
     "examples.poisson",
     "a Poisson model",
+    config=lambda fields: Config(**fields),
+    cost=lambda fields, state: cost(fields),
 )
 
 

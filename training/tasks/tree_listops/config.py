@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from training import between
-from training.config import Checked
+from training.config import (
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    at_least,
+    between,
+    document_bounds,
+)
 
 from .data import DEPTH
 
@@ -20,10 +30,9 @@ CellKind = Literal["mlp", "gated"]
 
 #: the most expressions one split may hold
 MAX_EXPRESSIONS = 2_000_000
-
-
-def _at_least(default: Any, least: float) -> Any:
-    return field(default=default, metadata={"min": least})
+#: the deepest nesting of the deeper test split: each level adds up to three levels to the binary tree of an
+#: expression, whose leaves a Tree places on dyadic intervals of depth at most 62
+MAX_NESTING = 16
 
 
 @dataclass(frozen=True)
@@ -44,23 +53,26 @@ class Config(Checked):
         eval_every: steps between held-out evaluations; checkpoint_every likewise for checkpoints.
     """
 
-    steps: int = _at_least(600, 1)
-    batch: int = _at_least(64, 1)
+    steps: int = between(600, 1, MAX_STEPS)
+    batch: int = between(64, 1, MAX_BATCH)
     lr: float = field(default=1e-3, metadata={"above": 0.0})
-    width: int = _at_least(64, 1)
-    hidden: int = _at_least(128, 1)
-    heads: int = _at_least(4, 1)
-    depth: int = _at_least(3, 0)
-    levels: int = _at_least(16, 1)
+    width: int = between(64, 1, MAX_WIDTH)
+    hidden: int = between(128, 1, MAX_HIDDEN)
+    heads: int = between(4, 1, MAX_HEADS)
+    depth: int = between(3, 0, MAX_LAYERS)
+    levels: int = between(16, 1, MAX_WIDTH)
     cell: CellKind = "mlp"
     # expressions are generated one by one in Python (~10 µs each) and held as lists: a few million at most
     train: int = between(20000, 1, MAX_EXPRESSIONS)
     test: int = between(2000, 1, MAX_EXPRESSIONS)
     deep: int = between(1000, 0, MAX_EXPRESSIONS)
-    deepest: int = _at_least(6, DEPTH + 1)
-    seed: int = _at_least(0, 0)
-    eval_every: int = _at_least(200, 1)
-    checkpoint_every: int = _at_least(100, 1)
+    deepest: int = between(6, DEPTH + 1, MAX_NESTING)
+    seed: int = at_least(0, 0)
+    eval_every: int = between(200, 1, MAX_STEPS)
+    checkpoint_every: int = between(100, 1, MAX_STEPS)
+
+
+document_bounds(Config)
 
 
 PRESETS: dict[str, Config] = {

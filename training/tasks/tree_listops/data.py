@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from instances import NodeAlgebra, Tree
+from training.errors import InputError
 
 OPS = ("MAX", "MIN", "MED", "SM")
 #: token ids: digits 0-9, then the operators, then ``]`` and padding
@@ -38,6 +39,47 @@ VOCAB = [str(d) for d in range(10)] + list(OPS) + ["]", "<pad>"]
 CLOSE, PAD = VOCAB.index("]"), VOCAB.index("<pad>")
 
 Expr = int | tuple[str, list[Any]]
+
+
+#: the deepest nesting an expression given to a model may have (the deeper test split's bound)
+MAX_NESTING = 16
+
+
+def check_expressions(exprs: object, where: str, name: str) -> list[Expr]:
+    """``exprs`` if it is a non-empty list of expressions, each a digit ``0..9`` or ``(OP, [args])`` with ``OP`` one of
+    :data:`OPS` and at least one argument, nesting at most :data:`MAX_NESTING` levels; else an
+    :class:`~training.InputError` naming the first bad one (walked without recursion: any depth is answered)."""
+    if isinstance(exprs, str | bytes | tuple) or not isinstance(exprs, list):
+        raise InputError(f"{where}: {name} must be a list of expressions, got {type(exprs).__name__}")
+    if not exprs:
+        raise InputError(f"{where}: {name} is an empty list; pass at least one expression")
+    for i, e in enumerate(exprs):
+        problem = _problem(e)
+        if problem is not None:
+            raise InputError(f"{where}: {name}[{i}] {problem}")
+    return exprs
+
+
+def _problem(e: object) -> str | None:
+    """What makes ``e`` no expression, or ``None``."""
+    stack: list[tuple[object, int]] = [(e, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool):
+            if not 0 <= node <= 9:
+                return f"holds the number {node}; the leaves are digits 0..9"
+            continue
+        if not (isinstance(node, tuple) and len(node) == 2):
+            return f"holds {node!r:.40}; a node is a digit 0..9 or (OP, [arguments]) with OP one of {', '.join(OPS)}"
+        op, args = node
+        if op not in OPS:
+            return f"holds the operator {op!r:.20}; the operators are {', '.join(OPS)}"
+        if not isinstance(args, list | tuple) or not args:
+            return f"holds ({op!r}, {args!r:.30}); an operator takes a non-empty list of arguments"
+        if level + 1 > MAX_NESTING:
+            return f"nests more than {MAX_NESTING} levels of operators"
+        stack.extend((a, level + 1) for a in args)
+    return None
 
 
 def evaluate(e: Expr) -> int:

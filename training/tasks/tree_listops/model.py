@@ -31,6 +31,7 @@ are; its parameter count differs from the encoders'.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,11 +41,12 @@ from torch import Tensor, nn
 from applicative import Field, Linear
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
-from training import CheckpointError, registry
+from training import CheckpointError, ConfigError, inputs, registry
 from training.checkpoint import run_path
 
 from .config import MODELS, Config, ModelKind
-from .data import VOCAB, Expr, flat_batch, tree_batch
+from .cost import cost
+from .data import VOCAB, Expr, check_expressions, flat_batch, tree_batch
 from .nodes import DIGITS, NODE_OPS, fold_batch
 
 CHECKPOINT = "checkpoint.pt"
@@ -126,7 +128,12 @@ class ListOpsModel(nn.Module):
         return expressions, Field(leaves, (expressions.tree, DIGITS))
 
     def forward(self, exprs: list[Expr]) -> Tensor:
-        """Logits ``(len(exprs), 10)``."""
+        """Logits ``(len(exprs), 10)``.
+
+        Raises:
+            InputError: ``exprs`` not a non-empty list of expressions (:func:`~.data.check_expressions`).
+        """
+        check_expressions(exprs, "ListOpsModel", "exprs")
         if isinstance(self.net, FoldReadout):
             return self.net(*self.fold_inputs(exprs)).tensor
         return self.net(self.inputs(exprs)).tensor
@@ -136,7 +143,14 @@ class ListOpsModel(nn.Module):
 
     @torch.no_grad()
     def predict(self, exprs: list[Expr], chunk: int = 500) -> Tensor:
-        """The predicted digits ``(len(exprs),)`` (int64, on the CPU), in chunks; the mode (train/eval) is kept."""
+        """The predicted digits ``(len(exprs),)`` (int64, on the CPU), in chunks; the mode (train/eval) is kept.
+
+        Raises:
+            InputError: ``exprs`` not a list of expressions (empty is allowed: no digits), ``chunk`` not ``>= 1``.
+        """
+        inputs.count("ListOpsModel.predict", "chunk", chunk)
+        if not (isinstance(exprs, list) and not exprs):
+            check_expressions(exprs, "ListOpsModel.predict", "exprs")
         was = self.training
         self.eval()
         try:
@@ -185,13 +199,30 @@ def load(run_dir: str | Path, kind: ModelKind | None = None, device: torch.devic
     return model
 
 
+def _config(fields: Mapping[str, Any]) -> Config:
+    """The config of a checkpoint's fields, validated; its ``model`` field (the kind), when present, checked too."""
+    rest = dict(fields)
+    kind = rest.pop("model", None)
+    if kind is not None and kind not in MODELS:
+        raise ConfigError(f"config field model={kind!r}: must be one of {', '.join(MODELS)}")
+    return Config(**rest)
+
+
 def _build(blob: dict[str, Any]) -> ListOpsModel:
-    fields = dict(blob["config"])
-    found = fields.pop("model")
-    if found not in MODELS:
-        raise ValueError(f"its model {found!r} is not one of {', '.join(MODELS)}")
-    return ListOpsModel(Config(**fields), found)
+    kind = blob["config"].get("model")
+    if kind not in MODELS:
+        raise ValueError(f"its config field model is {kind!r}, expected the kind of model: one of {', '.join(MODELS)}")
+    return ListOpsModel(_config(blob["config"]), kind)
 
 
 #: the ListOps models as :func:`training.load` knows them
-SPEC = registry.TaskSpec("tree_listops", 1, ListOpsModel, _build, "examples.tree_listops", "a ListOps model")
+SPEC = registry.TaskSpec(
+    "tree_listops",
+    1,
+    ListOpsModel,
+    _build,
+    "examples.tree_listops",
+    "a ListOps model",
+    config=_config,
+    cost=lambda fields, state: cost(fields),
+)
