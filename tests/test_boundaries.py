@@ -374,6 +374,9 @@ def _absurd(task: str, change: dict[str, Any]) -> dict[str, Any]:
         config["model"] = "tree-mean"
     if task == "lm":
         state["vocab"] = "abcdefgh"
+    if task == "operator":  # the data's shape it was built for: a line of one channel in, one out
+        config |= {"data_c_in": 1, "data_c_out": 1, "data_x_layout": "nodes", "data_x_lo": 0.0, "data_x_hi": 1.0}
+        config["data_x_boundary"] = "free"
     return {"format": 1, "meta": training.registry.spec_of(task).meta(), "config": config, "task": state}
 
 

@@ -90,6 +90,34 @@ def test_the_darcy_estimate_is_the_models_count(sizes: dict[str, int], extra: di
 
 
 @SLOW
+@given(
+    sizes=_sizes(),
+    modes=st.integers(3, 6),
+    axes=st.sampled_from(
+        [
+            ("nodes",),
+            ("periodic",),
+            ("nodes", "periodic"),
+            ("periodic", "centres"),
+        ]
+    ),
+    channels=st.integers(1, 3),
+    c_out=st.integers(1, 2),
+)
+def test_the_operator_estimate_is_the_models_count(
+    sizes: dict[str, int], modes: int, axes: tuple[str, ...], channels: int, c_out: int
+) -> None:
+    from operators.layout import Axis
+    from training.tasks.operator import Config, OperatorModel, Shape
+    from training.tasks.operator.cost import cost as operator_cost
+    from training.tasks.operator.train import record
+
+    config = Config(modes=modes, channels=channels, reader_width=4, reader_heads=2, frequencies=2, **sizes)
+    shape = Shape(tuple(Axis(a) for a in axes), 2, c_out)  # type: ignore[arg-type]
+    assert operator_cost(record(config, shape)).parameters == _count(OperatorModel(config, shape))
+
+
+@SLOW
 @given(sizes=_sizes(), kind=st.sampled_from(["tree-mean", "vector", "fold"]), cell=st.sampled_from(["mlp", "gated"]))
 def test_the_listops_estimate_is_the_models_count(sizes: dict[str, int], kind: str, cell: str) -> None:
     config = tree_listops.Config(**sizes, cell=cell)
@@ -199,6 +227,7 @@ def _configs() -> list[type[Checked]]:
         "training.tasks.darcy.config",
         "training.tasks.lm.config",
         "training.tasks.tree_listops.config",
+        "training.tasks.operator.config",
         "examples.uncertainty.config",
         "examples.cross_modal.config",
         "examples.observer",

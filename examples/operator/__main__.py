@@ -37,7 +37,9 @@ def parse(argv: list[str] | None) -> tuple[Config, Options]:
     p.add_argument("--layout", help="where the samples sit: nodes, periodic, centres, chebyshev, lobatto (x,y)")
     p.add_argument("--boundary", help="what the model assumes at the ends: free, zero or periodic (x,y)")
     p.add_argument("--extent", help="each axis's extent LO:HI (default 0:1)")
-    p.add_argument("--budget", help="a step count (3000) or a time (90s, 10m, 1.5h) that sets the schedule")
+    p.add_argument(
+        "--budget", dest="schedule", help="a step count (3000) or a time (90s, 10m, 1.5h) that sets the schedule"
+    )
     p.add_argument("--baseline", choices=("fno",), help="also train neuraloperator's FNO on the same data")
     config, a = options.config_of(p, argv, Config)
     return config, _options(a)
@@ -55,11 +57,13 @@ def _options(a: argparse.Namespace) -> Options:
         layout=a.layout,
         boundary=a.boundary,
         extent=a.extent,
-        budget=a.budget,
+        budget=a.schedule,
         baseline=a.baseline,
         device=a.device,
         threads=a.threads,
         progress=not a.no_progress,
+        memory=a.budget,
+        program=PROG,
     )
 
 

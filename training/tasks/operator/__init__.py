@@ -11,8 +11,10 @@ The data come as checked :class:`operators.dataset.Samples` (:func:`operators.da
 is the command line.
 """
 
+from training.errors import InputError
+
 from .config import PRESETS, Config
-from .model import SPEC, InputError, OperatorModel, Shape, predict
+from .model import SPEC, OperatorModel, Shape, predict
 from .train import OperatorTask, Run, errors, train
 
 __all__ = [

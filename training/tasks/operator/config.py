@@ -9,7 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from training.config import INT_LIMIT, Checked, between
+from training.config import (
+    MAX_BATCH,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_MODES,
+    MAX_STEPS,
+    MAX_WIDTH,
+    Checked,
+    between,
+    document_bounds,
+)
 
 Activation = Literal["relu", "gelu"]
 Augment = Literal["none", "flips", "square", "shifts"]
@@ -21,61 +32,61 @@ class Config(Checked):
     """Everything that determines a training run (with the data's shape, its checkpoint); validated on construction.
 
     Attributes:
-        modes: coefficients per axis of the model's series (2..128; a periodic axis's Fourier series takes the odd
-            number ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two (the factor ``1 - t²``).
-        width, hidden: the Funcformers' model channels (1..1024) and MLP width (1..4096).
-        heads, depth: attention heads (1..32, dividing ``width``) and encoder layers (1..32).
+        modes: coefficients per axis of the model's series (a periodic axis's Fourier series takes the odd number
+            ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two (the factor ``1 - t²``).
+        width, hidden: the Funcformers' model channels and MLP width.
+        heads, depth: attention heads (dividing ``width``) and encoder layers.
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
-        window: the Funcformers' locality along their sequence (0..10⁴; ``0``: none):
+        window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
-        frequencies: Fourier features per axis of a grid sample's coordinate (0..64).
-        reader_width, reader_heads: the grid reader's channels (1..1024) and heads (1..32, dividing them).
-        reader_window: the grid reader's locality (0..10⁴), as ``window`` between a query and a sample.
-        channels: the functions the reader hands each Funcformer per point of its sequence (1..64).
-        eps: layer-norm epsilon (10⁻¹²..1).
+        frequencies: Fourier features per axis of a grid sample's coordinate.
+        reader_width, reader_heads: the grid reader's channels and heads (dividing them).
+        reader_window: the grid reader's locality, as ``window`` between a query and a sample.
+        channels: the functions the reader hands each Funcformer per point of its sequence.
+        eps: layer-norm epsilon.
         log_input: read ``log`` of the inputs (positive data spanning scales, such as a conductivity).
-        homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (-8..8; ``0``:
-            off; needs ``log_input``): the reader sees ``log a`` less its mean ``m`` over the domain and the
+        homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (``0``: off;
+            needs ``log_input``): the reader sees ``log a`` less its mean ``m`` over the domain and the
             output is multiplied by ``e^{d m}`` (Darcy: ``d = -1``).
         augment: train on batches moved by symmetries the operator commutes with (the user's claim):
             ``"flips"`` (each axis reflected), ``"square"`` (the square's eight symmetries, two like axes),
             ``"shifts"`` (translations along periodic axes), ``"none"``.
-        steps, batch: optimisation steps (1..2³¹-1) and samples per step (1..65536).
-        lr, beta2, weight_decay, warmup, clip: Adam's peak rate (0..10] on a one-cycle schedule, its second-moment
-            decay [0, 1), weight decay [0, 1], the warm-up fraction [0, 1] and gradient-norm clipping (0: none).
-        smooth: weight ``λ`` of the smoothing penalty on the predicted series (0..100), per unit mean square of
-            the data: samples alone leave a series free between them.
-        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints (1..10⁸).
+        steps, batch: optimisation steps and samples per step.
+        lr, beta2, weight_decay, warmup, clip: Adam's peak rate on a one-cycle schedule, its second-moment decay,
+            weight decay, the warm-up fraction and gradient-norm clipping (0: none).
+        smooth: weight ``λ`` of the smoothing penalty on the predicted series, per unit mean square of the data:
+            samples alone leave a series free between them.
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
         seed: seeds the initialisation and the batch order.
         dtype: the model's float type.
     """
 
-    modes: int = between(20, 2, 128)
-    width: int = between(40, 1, 1024)
-    hidden: int = between(120, 1, 4096)
-    heads: int = between(4, 1, 32)
-    depth: int = between(3, 1, 32)
+    modes: int = between(20, 2, MAX_MODES)
+    width: int = between(40, 1, MAX_WIDTH)
+    hidden: int = between(120, 1, MAX_HIDDEN)
+    heads: int = between(4, 1, MAX_HEADS)
+    depth: int = between(3, 1, MAX_LAYERS)
     activation: Activation = "gelu"
     window: float = between(40.0, 0.0, 1e4)
     frequencies: int = between(4, 0, 64)
-    reader_width: int = between(32, 1, 1024)
-    reader_heads: int = between(2, 1, 32)
+    reader_width: int = between(32, 1, MAX_WIDTH)
+    reader_heads: int = between(2, 1, MAX_HEADS)
     reader_window: float = between(160.0, 0.0, 1e4)
     channels: int = between(4, 1, 64)
     eps: float = between(1e-5, 1e-12, 1.0)
     log_input: bool = False
     homogeneous: float = between(0.0, -8.0, 8.0)
     augment: Augment = "none"
-    steps: int = between(2000, 1, INT_LIMIT)
-    batch: int = between(32, 1, 65536)
+    steps: int = between(2000, 1, MAX_STEPS)
+    batch: int = between(32, 1, MAX_BATCH)
     lr: float = between(1e-2, 1e-12, 10.0)
     beta2: float = between(0.95, 0.0, 0.999999)
     weight_decay: float = between(0.0, 0.0, 1.0)
     warmup: float = between(0.1, 0.0, 1.0)
     clip: float = between(1.0, 0.0, 1e6)
     smooth: float = between(0.25, 0.0, 100.0)
-    eval_every: int = between(250, 1, 10**8)
-    checkpoint_every: int = between(250, 1, 10**8)
+    eval_every: int = between(250, 1, MAX_STEPS)
+    checkpoint_every: int = between(250, 1, MAX_STEPS)
     seed: int = between(0, 0, 2**63 - 1)
     dtype: DType = "float32"
 
@@ -85,6 +96,11 @@ class Config(Checked):
                 f"config fields reader_width={self.reader_width}, reader_heads={self.reader_heads}: the reader's heads "
                 "must divide its channels"
             )
+        if (self.window > 0 or self.reader_window > 0) and self.modes < 3:
+            return (
+                f"config fields modes={self.modes}, window={self.window}, reader_window={self.reader_window}: a window "
+                "on (t - s)² needs series that hold t²; set modes >= 3, or both windows to 0"
+            )
         if self.homogeneous != 0 and not self.log_input:
             return (
                 f"config fields homogeneous={self.homogeneous}, log_input=false: the symmetry u(c a) = c^d u(a) is "
@@ -92,6 +108,8 @@ class Config(Checked):
             )
         return None
 
+
+document_bounds(Config)
 
 PRESETS: dict[str, Config] = {
     "default": Config(),

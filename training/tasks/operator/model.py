@@ -29,7 +29,7 @@ computation (a test copies one's weights into the other).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,15 +43,12 @@ from instances.fourier import basis_at
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from operators.layout import Axis, line
 from training import registry
-from training.errors import UserError
+from training.errors import InputError
 
 from .config import Activation, Config
+from .cost import cost
 
 ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
-
-
-class InputError(UserError, ValueError):
-    """An input a trained model cannot take (one line: the argument, what was expected, what came)."""
 
 
 @dataclass(frozen=True)
@@ -512,5 +509,19 @@ def _build(blob: dict[str, Any]) -> OperatorModel:
     return OperatorModel(Config(**fields), shape)
 
 
+def _config(fields: Mapping[str, Any]) -> Config:
+    """The config a checkpoint records (its ``data_*`` fields aside), validated."""
+    return Config(**Shape.split(dict(fields))[0])
+
+
 #: the operator task as :func:`training.load` knows it
-SPEC = registry.TaskSpec("operator", 1, OperatorModel, _build, "examples.operator", "an operator model")
+SPEC = registry.TaskSpec(
+    "operator",
+    1,
+    OperatorModel,
+    _build,
+    "examples.operator",
+    "an operator model",
+    config=_config,
+    cost=lambda fields, state: cost(fields),
+)

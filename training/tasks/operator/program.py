@@ -15,7 +15,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from torch import Tensor
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_file, infer_dims, pick_key
 from operators.files import DataError, contents
 from operators.layout import BOUNDARIES, LAYOUTS, Axis, LayoutError
+from training.budget import Budget
 from training.denormals import flush_denormals
 from training.errors import UserError
 from training.threads import use_threads
@@ -190,10 +191,6 @@ def test_names(paths: Sequence[Path]) -> list[str]:
     return names
 
 
-#: what the data files may take in memory unless the caller says otherwise (``--max-memory``), in bytes
-MAX_DATA_BYTES = 4 * 2**30
-
-
 @dataclass(frozen=True)
 class Options:
     """What the command line says beside the config: the files, how to read them, the budget and the peer."""
@@ -213,7 +210,8 @@ class Options:
     device: str = "cpu"
     threads: int | None = None
     progress: bool = True
-    max_bytes: int = MAX_DATA_BYTES
+    memory: Budget = field(default_factory=Budget)
+    program: str = "python -m examples.operator"
 
 
 def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
@@ -240,7 +238,7 @@ def _load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]
             dims=dims,
             channels=o.channel_axis,
             log_input=config.log_input,
-            max_bytes=o.max_bytes,
+            max_bytes=o.memory.max_bytes,
         )
 
     train = one(o.train)
@@ -266,24 +264,26 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
     returns the report."""
     from training import RunDir, check_resume
 
+    from .model import SPEC
     from .train import record, shape_of
     from .train import train as train_model
 
     if o.baseline is not None:
         fno.check_available()
     device = torch.device(o.device)
-    with RunDir(o.out):
+    with RunDir(o.out, o.program):
         t0 = time.perf_counter()
         train_set, tests = load_data(config, o)
         shape = shape_of(train_set)
         check_fit(config, train_set)
+        SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
         say(f"data: {len(train_set)} training samples on {'x'.join(map(str, train_set.grid))} ({train_set.where})")
         for i, a in enumerate(train_set.axes):
             say(f"  axis {AXIS_NAMES[i]}: {a.describe()}")
         for name, s in tests.items():
             say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
-        resumed = check_resume(o.out, record(config, shape))
+        resumed = check_resume(o.out, record(config, shape), SPEC.meta(), o.memory)
         if resumed is not None:
             config = config.replace(steps=max(config.steps, int(resumed["config"]["steps"])))
         elif o.budget is not None:
@@ -295,7 +295,9 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
                 config = config.replace(steps=steps_for(amount, per))
                 say(f"budget {o.budget}: {per * 1e3:.0f} ms a step here, so {config.steps} steps")
         say(f"config: {config}")
-        run = train_model(config, train_set, tests, o.out, device, progress=o.progress, threads=o.threads)
+        run = train_model(
+            config, train_set, tests, o.out, device, progress=o.progress, threads=o.threads, budget=o.memory
+        )
         model, errs = run.trained.model, run.task.errors()
         params = sum(p.numel() for p in model.parameters())
         result: dict[str, Any] = {

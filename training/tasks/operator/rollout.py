@@ -18,8 +18,9 @@ from torch import Tensor
 
 from operators.dataset import Samples, samples
 from operators.layout import Axis
+from training.errors import InputError
 
-from .model import InputError, OperatorModel
+from .model import OperatorModel
 
 Step = Callable[[Tensor], Tensor]
 
