@@ -180,6 +180,7 @@ def dataset(
     modes: int | None = None,
     nu: float = NU,
     time: float = TIME,
+    sigma: float = SIGMA,
     cfl: float = 1.0,
     batch: int = 1024,
     device: torch.device | str = "cpu",
@@ -187,9 +188,10 @@ def dataset(
 ) -> BurgersData:
     """``count`` seeded pairs ``(u0, u(·, time))`` at ``points`` nodes, solved on ``fine`` nodes.
 
-    ``modes``: the initial field's modes (default: all the solver keeps, ``(fine - 1) // 3``). ``fine`` must be a
-    multiple of ``points``. Solved on ``device`` in batches of ``batch``; returned on the CPU. With ``cache``
-    (a directory), the tensors are saved there keyed by every argument, and read back next time.
+    ``modes``: the initial field's modes (default: all the solver keeps, ``(fine - 1) // 3``); ``sigma`` its
+    amplitude (:data:`SIGMA`, FNO's). ``fine`` must be a multiple of ``points``. Solved on ``device`` in batches
+    of ``batch``; returned on the CPU. With ``cache`` (a directory), the tensors are saved there keyed by every
+    argument, and read back next time.
     """
     modes = band(fine) if modes is None else modes
     if count < 1 or points < 2 or batch < 1:
@@ -199,10 +201,10 @@ def dataset(
     if not 1 <= modes <= band(fine):
         raise ValueError(f"modes must be in 1 … (fine - 1) // 3 = {band(fine)}, got {modes}")
     params: dict[str, float] = {"count": count, "points": points, "seed": seed, "fine": fine, "modes": modes, "nu": nu}
-    params |= {"time": time, "cfl": cfl, "sigma": SIGMA, "tau": TAU, "gamma": GAMMA}
+    params |= {"time": time, "cfl": cfl, "sigma": sigma, "tau": TAU, "gamma": GAMMA}
 
     def make() -> dict[str, Tensor]:
-        u0 = initial_conditions(count, fine, seed, modes)
+        u0 = initial_conditions(count, fine, seed, modes, sigma)
         u1 = torch.cat([solve(u.to(device), time, nu, cfl=cfl).cpu() for u in torch.split(u0, batch)])
         return {"u0": u0[:, :: fine // points].contiguous(), "u1": u1[:, :: fine // points].contiguous()}
 
@@ -211,15 +213,20 @@ def dataset(
 
 
 def splits(
-    seed: int = 0, *, full: bool = False, cache: Path | None = None, device: torch.device | str = "cpu"
+    seed: int = 0,
+    *,
+    full: bool = False,
+    counts: tuple[int, int] = (1000, 200),
+    cache: Path | None = None,
+    device: torch.device | str = "cpu",
 ) -> tuple[BurgersData, BurgersData]:
-    """FNO's 1000 training and 200 test pairs (seeds ``2 seed`` and ``2 seed + 1``).
+    """FNO's 1000 training and 200 test pairs (``counts``; seeds ``2 seed`` and ``2 seed + 1``).
 
-    Default: 256 points solved on 1024 (about a minute on one CPU thread). ``full=True``: the paper's sizes,
-    1024 points solved on 8192 (FNO's generation grid) -- GPU-sized.
+    Default: 256 points solved on 1024 (about four minutes of one CPU core for the 1200 pairs). ``full=True``:
+    the paper's sizes, 1024 points solved on 8192 (FNO's generation grid) -- GPU-sized.
     """
     points, fine = (1024, 8192) if full else (256, 1024)
     return (
-        dataset(1000, points, 2 * seed, fine=fine, cache=cache, device=device),
-        dataset(200, points, 2 * seed + 1, fine=fine, cache=cache, device=device),
+        dataset(counts[0], points, 2 * seed, fine=fine, cache=cache, device=device),
+        dataset(counts[1], points, 2 * seed + 1, fine=fine, cache=cache, device=device),
     )

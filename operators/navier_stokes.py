@@ -298,15 +298,21 @@ def dataset(
 
 
 def splits(
-    seed: int = 0, *, full: bool = False, cache: Path | None = None, device: torch.device | str = "cpu"
+    seed: int = 0,
+    *,
+    full: bool = False,
+    counts: tuple[int, int] | None = None,
+    cache: Path | None = None,
+    device: torch.device | str = "cpu",
 ) -> tuple[Tensor, Tensor]:
     """Training and test trajectories (seeds ``2 seed`` and ``2 seed + 1``) at 64² points.
 
-    Default: 200 and 50 trajectories of 20 time units, solved at 64² (a few minutes on one CPU thread).
+    Default: 200 and 50 trajectories of 20 time units, solved at 64² (about four minutes of one CPU core).
     ``full=True``: the paper's sizes, 1000 and 200 trajectories of 50 time units solved at 256² (FNO's
-    generation grid) -- GPU-sized.
+    generation grid) -- GPU-sized. ``counts`` overrides the numbers of trajectories.
     """
     n_train, n_test, steps, fine = (1000, 200, 50, 256) if full else (200, 50, 20, 64)
+    n_train, n_test = (n_train, n_test) if counts is None else counts
     return (
         dataset(n_train, 64, 2 * seed, steps=steps, fine=fine, cache=cache, device=device),
         dataset(n_test, 64, 2 * seed + 1, steps=steps, fine=fine, cache=cache, device=device),
