@@ -155,3 +155,10 @@ def test_solver_rejects_bad_input_and_reports_a_blow_up() -> None:
         burgers.solve(bad, 1.0, 0.1)
     with pytest.raises(ValueError, match="phi > 0"):
         burgers.cole_hopf(torch.zeros(3), 0.0, 0.1, 1.0, [0.6, 0.5])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_agrees_with_the_cpu() -> None:
+    u0 = burgers.initial_conditions(4, 128, seed=0, modes=20)
+    cpu = burgers.solve(u0, 0.5, burgers.NU)
+    torch.testing.assert_close(burgers.solve(u0.cuda(), 0.5, burgers.NU).cpu(), cpu, rtol=0, atol=1e-10)

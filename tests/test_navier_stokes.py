@@ -146,3 +146,10 @@ def test_bad_input_is_named_and_a_blow_up_reported() -> None:
     w0 = 50 * ns.initial_vorticity(1, 16, seed=0, modes=5)
     with pytest.raises(FloatingPointError, match=r"non-finite by t = .*smaller dt"):
         ns.solve(w0, 1000.0, 0.0, dt=0.5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_agrees_with_the_cpu() -> None:
+    w0, f = ns.initial_vorticity(3, 32, seed=0, modes=10), ns.fno_forcing(32)
+    cpu = ns.trajectory(w0, 2, 1.0, ns.NU, f)
+    torch.testing.assert_close(ns.trajectory(w0.cuda(), 2, 1.0, ns.NU, f.cuda()).cpu(), cpu, rtol=0, atol=1e-10)
