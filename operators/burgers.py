@@ -122,7 +122,7 @@ def solve(
         last = h >= left
         h = torch.where(last, left, h)
         v = if_rk4_step(v, h[:, None], lin, n)
-        check_finite(v, t[idx], "burgers.solve")
+        check_finite(v, t[idx] + h, "burgers.solve")
         u_hat[idx] = v
         t[idx] = torch.where(last, time, t[idx] + h)
         active[idx[last]] = False

@@ -181,7 +181,7 @@ def solve(
         last = h >= left
         h = torch.where(last, left, h)
         v = _rk3cn_step(g, v, fv, h[:, None, None], nu, first=adv)
-        check_finite(v, t[idx], "navier_stokes.solve")
+        check_finite(v, t[idx] + h, "navier_stokes.solve")
         w_hat[idx] = v
         t[idx] = torch.where(last, time, t[idx] + h)
         active[idx[last]] = False
