@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from operators import burgers, navier_stokes
+from operators import CacheError, burgers, navier_stokes
 from operators.random_fields import grf_2d_variance
+from training import Parser, UserError, run_cli
+from training.cli import bounded, threads, writable_dir
 
 
 def rms(t: torch.Tensor) -> float:
@@ -67,28 +70,51 @@ def navier_stokes_report(full: bool, counts: tuple[int, int], cache: Path | None
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> list[str]:
-    parser = argparse.ArgumentParser(prog="python -m examples.pde_data", description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="the paper's sizes (GPU-sized)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--cache", type=Path, default=None, help="a directory to keep the data in")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=("burgers", "navier-stokes"), default=None)
-    parser.add_argument("--burgers-counts", type=int, nargs=2, default=(1000, 200), metavar=("TRAIN", "TEST"))
-    parser.add_argument("--ns-counts", type=int, nargs=2, default=None, metavar=("TRAIN", "TEST"))
-    args = parser.parse_args(argv)
+PROG = "python -m examples.pde_data"
+
+
+def device(text: str) -> str:
+    """``--device``: a torch device this machine has."""
+    try:
+        dev = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text}: this machine has no CUDA device; use --device cpu")
+    return text
+
+
+def run(argv: Sequence[str] | None = None) -> list[str]:
+    """Generate (or read back) the data the options ask for; print and return the report's lines."""
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--full", action="store_true", help="the paper's sizes (GPU-sized)")
+    p.add_argument("--device", type=device, default="cpu")
+    p.add_argument("--cache", type=writable_dir, default=None, help="a directory to keep the data in")
+    p.add_argument("--threads", type=threads, default=1)
+    p.add_argument("--only", choices=("burgers", "navier-stokes"), default=None)
+    count = bounded(1, 100_000, " (the data must fit in memory)")
+    p.add_argument("--burgers-counts", type=count, nargs=2, default=(1000, 200), metavar=("TRAIN", "TEST"))
+    p.add_argument("--ns-counts", type=bounded(1, 10_000, " (the data must fit in memory)"), nargs=2, default=None)
+    args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     lines = []
-    if args.only in (None, "burgers"):
-        lines += burgers_report(args.full, tuple(args.burgers_counts), args.cache, args.device)
-    if args.only in (None, "navier-stokes"):
-        ns_counts = (1000, 200) if args.full else (200, 50)
-        counts = tuple(args.ns_counts) if args.ns_counts else ns_counts
-        lines += navier_stokes_report(args.full, counts, args.cache, args.device)
+    try:
+        if args.only in (None, "burgers"):
+            lines += burgers_report(args.full, tuple(args.burgers_counts), args.cache, args.device)
+        if args.only in (None, "navier-stokes"):
+            ns_counts = (1000, 200) if args.full else (200, 50)
+            counts = tuple(args.ns_counts) if args.ns_counts else ns_counts
+            lines += navier_stokes_report(args.full, counts, args.cache, args.device)
+    except (CacheError, FloatingPointError) as e:
+        raise UserError(str(e)) from None
     for line in lines:
         print(line, flush=True)
     return lines
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(PROG, lambda: run(argv))
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
