@@ -6,4 +6,11 @@ Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``t
   centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
 * :mod:`.burgers`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked against
   exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
+* :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache.
 """
+
+from . import burgers as burgers
+from . import navier_stokes as navier_stokes
+from . import random_fields as random_fields
+from .burgers import BurgersData as BurgersData
+from .cache import CacheError as CacheError

@@ -85,6 +85,7 @@ PROGRAMS = [
     Program("examples.circuits", (*QUICK, "--models", "dag"), TRAINING | {"threads", "json"}, "dag/checkpoint.pt"),
     Program("examples.graph_hops", (*QUICK, "--models", "ours"), TRAINING | {"threads"}, "ours/checkpoint.pt"),
     Program("examples.semirings", (), frozenset({"seed"})),
+    Program("examples.pde_data", ("--burgers-counts", "1", "1", "--ns-counts", "1", "1"), frozenset({"threads", "cache"})),  # noqa: E501
     Program("applicative.laws", ("instances:LOG", "--examples", "1")),  # the law checker
     Program("examples.operator", ("--train", str(ROOT / "tests" / "data" / "operator_tiny.npz"), *QUICK, "--threads", "1"), TRAINING | {"threads"}, "checkpoint.pt"),  # noqa: E501
 ]
