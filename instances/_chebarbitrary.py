@@ -17,6 +17,7 @@ from torch import Tensor
 from applicative import Structure
 from applicative.laws import Arbitrary, Draw, Elements, Isomorphism
 
+from ._series import leading
 from .chebyshev import Chebyshev
 
 
@@ -40,12 +41,7 @@ class ChebyshevArbitrary(Arbitrary[Chebyshev]):
     def value(
         self, axes: tuple[Structure, ...], draw: Draw, batch: tuple[int, ...], elements: Elements, degree: int | None
     ) -> Tensor:
-        t = draw.tensor((*batch, *(a.size for a in axes)), elements, torch.float64)
-        k = len(axes)
-        for i, a in enumerate(axes):
-            if isinstance(a, Chebyshev):
-                t.narrow(i - k, _terms(a.size, degree), a.size - _terms(a.size, degree)).zero_()
-        return t
+        return leading(axes, draw, batch, elements, Chebyshev, lambda n: _terms(n, degree))
 
     def subspace(self, s: Structure, degree: int | None) -> str | None:
         if not isinstance(s, Chebyshev) or _terms(s.size, degree) == s.size:

@@ -68,6 +68,7 @@ from applicative.tensors import constant
 
 __all__ = [
     "DENSE_MAX_POINTS",
+    "bubble",
     "coefficients",
     "derivative",
     "evaluate",
@@ -374,3 +375,16 @@ def derivative(c: Tensor, dim: int = -1, order: int = 1) -> Tensor:
     x = c.movedim(dim, -1)
     d = _cached_derivative(x.shape[-1], order, x.dtype, x.device)
     return (x @ d.transpose(0, 1)).movedim(-1, dim)
+
+
+def bubble(n: int) -> Tensor:
+    """``B`` ``(n + 2, n)``: the coefficients of ``(1 - t²) Σ_k v_k T_k`` are ``B v`` (exact), float64.
+
+    From ``(1 - t²) T_k = T_k / 2 - T_{k+2} / 4 - T_{|k-2|} / 4``: a series that vanishes at ``t = ±1``.
+    """
+    b = torch.zeros(n + 2, n, dtype=torch.float64)
+    for k in range(n):
+        b[k, k] += 0.5
+        b[k + 2, k] -= 0.25
+        b[abs(k - 2), k] -= 0.25
+    return b

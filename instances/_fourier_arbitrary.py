@@ -17,6 +17,7 @@ from torch import Tensor
 from applicative import Structure
 from applicative.laws import Arbitrary, Draw, Elements, Isomorphism
 
+from ._series import leading
 from .fourier import Fourier
 
 
@@ -41,12 +42,7 @@ class FourierArbitrary(Arbitrary[Fourier]):
     def value(
         self, axes: tuple[Structure, ...], draw: Draw, batch: tuple[int, ...], elements: Elements, degree: int | None
     ) -> Tensor:
-        t = draw.tensor((*batch, *(a.size for a in axes)), elements, torch.float64)
-        k = len(axes)
-        for i, a in enumerate(axes):
-            if isinstance(a, Fourier):
-                t.narrow(i - k, _terms(a.size, degree), a.size - _terms(a.size, degree)).zero_()
-        return t
+        return leading(axes, draw, batch, elements, Fourier, lambda n: _terms(n, degree))
 
     def subspace(self, s: Structure, degree: int | None) -> str | None:
         if not isinstance(s, Fourier) or _terms(s.size, degree) == s.size:

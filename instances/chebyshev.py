@@ -64,9 +64,10 @@ from typing import TypeVar, TypeVarTuple
 import torch
 from torch import Tensor
 
-from applicative import Basis, Field, Normalise, Ring, Sized, Structure, StructureError
+from applicative import Field, Normalise, Ring, Sized, Structure, StructureError
 
 from ._chebtransform import (
+    bubble,
     coefficients,
     derivative,
     evaluate,
@@ -80,11 +81,13 @@ from ._chebtransform import (
     vandermonde,
 )
 from ._chebtransform import points as _points
+from ._series import SeriesBasis
 
 __all__ = [
     "Chebyshev",
     "ChebyshevBasis",
     "CoefficientSoftmax",
+    "bubble",
     "coefficients",
     "derivative",
     "evaluate",
@@ -102,22 +105,10 @@ F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
 
 
-@dataclass(frozen=True)
-class ChebyshevBasis(Basis):
+class ChebyshevBasis(SeriesBasis):
     """Coefficients of ``T_0..T_{n-1}`` <-> values at first-kind Chebyshev points (DCTs)."""
 
-    size: int
-
-    @property
-    def grid(self) -> int:
-        """``2n - 1`` points: the product of two series of ``n`` terms has degree ``2n - 2``."""
-        return 2 * self.size - 1
-
-    def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
-        return values(x, dim, points)
-
-    def stored(self, v: Tensor, dim: int) -> Tensor:
-        return coefficients(v, dim, self.size)
+    transforms = (values, coefficients)
 
 
 class Chebyshev(Sized):

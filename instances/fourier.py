@@ -32,14 +32,15 @@ Capabilities: :attr:`periodic` (a window on the distance ``t - s`` is taken modu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from applicative import Basis, Ring, Sized, StructureError
+from applicative import Ring, Sized, StructureError
 from applicative.tensors import constant
+
+from ._series import SeriesBasis
 
 __all__ = ["DENSE_MAX_POINTS", "Fourier", "FourierBasis", "basis_at", "coefficients", "evaluate", "values"]
 
@@ -164,22 +165,10 @@ def evaluate(c: Tensor, t: Tensor, dim: int = -1) -> Tensor:
     return r.movedim(tuple(range(r.ndim - t.ndim, r.ndim)), tuple(range(d, d + t.ndim)))
 
 
-@dataclass(frozen=True)
-class FourierBasis(Basis):
+class FourierBasis(SeriesBasis):
     """Coefficients ``(a_0, a_1, b_1, ...)`` ↔ values at equally spaced points of the period (a real DFT)."""
 
-    size: int
-
-    @property
-    def grid(self) -> int:
-        """``2n - 1`` points: the product of two series of degree ``K`` has degree ``2K`` and needs ``4K + 1``."""
-        return 2 * self.size - 1
-
-    def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
-        return values(x, dim, points)
-
-    def stored(self, v: Tensor, dim: int) -> Tensor:
-        return coefficients(v, dim, self.size)
+    transforms = (values, coefficients)
 
 
 @constant

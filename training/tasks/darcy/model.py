@@ -65,6 +65,7 @@ from applicative import (
     add,
 )
 from instances import Chebyshev, Vector
+from instances.chebyshev import bubble as bubble_matrix
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from models.transformer import EncoderLayer
@@ -84,16 +85,6 @@ class X(Chebyshev):
 
 class Y(Chebyshev):
     """The second argument ``t = 2y - 1``: the Transformer's features."""
-
-
-def bubble_matrix(n: int) -> Tensor:
-    """``B`` ``(n + 2, n)``: the coefficients of ``(1 - t²) Σ_k v_k T_k`` are ``B v`` (exact), float64."""
-    b = torch.zeros(n + 2, n, dtype=torch.float64)
-    for k in range(n):
-        b[k, k] += 0.5
-        b[k + 2, k] -= 0.25
-        b[abs(k - 2), k] -= 0.25
-    return b
 
 
 def roughness(u: Tensor) -> Tensor:

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from applicative import Field, LayerNorm, Linear, MultiHeadAttention, Pairs, ScaledSoftmax, Structure, add
 from instances import Chebyshev, Fourier, Vector
-from instances.chebyshev import vandermonde
+from instances.chebyshev import bubble, vandermonde
 from instances.fourier import basis_at
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from operators.layout import Axis, line
@@ -125,16 +125,6 @@ def series(axis: Axis, modes: int, first: bool) -> Structure:
 def output_size(axis: Axis, s: Structure) -> int:
     """Coefficients of the output series along ``axis``: two more on a ``"zero"`` boundary (the factor ``1 - t²``)."""
     return s.size + 2 if axis.bc == "zero" else s.size
-
-
-def bubble_matrix(n: int) -> Tensor:
-    """``B`` ``(n + 2, n)``: the Chebyshev coefficients of ``(1 - t²) Σ_k v_k T_k`` are ``B v`` (exact), float64."""
-    b = torch.zeros(n + 2, n, dtype=torch.float64)
-    for k in range(n):
-        b[k, k] += 0.5
-        b[k + 2, k] -= 0.25
-        b[abs(k - 2), k] -= 0.25
-    return b
 
 
 def basis(axis: Axis, size: int, t: Tensor) -> Tensor:
@@ -294,7 +284,7 @@ class OperatorModel(nn.Module):
             self.register_buffer(name, torch.zeros(size, dtype=torch.float64) + (name == "out_scale"))
         for i, a in enumerate(shape.axes):
             if a.bc == "zero":
-                self.register_buffer(f"bubble_{i}", bubble_matrix(self.domain[i].size).to(self.dtype))
+                self.register_buffer(f"bubble_{i}", bubble(self.domain[i].size).to(self.dtype))
 
     @property
     def whole(self) -> Structure:
