@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -44,7 +45,7 @@ from torch import Tensor
 from operators.dataset import Samples, samples
 from operators.layout import Axis
 from training import UserError
-from training.cli import Parser, output_file, run_cli, threads
+from training.cli import Parser, output_file, run_cli, threads, writable_dir
 from training.denormals import flush_denormals
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator import fno as peer
@@ -123,13 +124,16 @@ def darcy(family: str) -> Callable[[Sizes, int], Problem]:
     return make
 
 
+CACHE: list[Path] = []  # --cache: where the Burgers and Navier-Stokes data are kept between runs
+
+
 def burgers(s: Sizes, seed: int) -> Problem:
     from operators import burgers as b
 
-    fine_solve = 4 * s.points
-    tr = b.dataset(s.train, s.points, 2 * seed, fine=fine_solve)
-    te = b.dataset(s.test, s.points, 2 * seed + 1, fine=fine_solve)
-    te2 = b.dataset(s.test, 2 * s.points, 2 * seed + 1, fine=fine_solve)
+    fine_solve, cache = 4 * s.points, (CACHE or [None])[0]
+    tr = b.dataset(s.train, s.points, 2 * seed, fine=fine_solve, cache=cache)
+    te = b.dataset(s.test, s.points, 2 * seed + 1, fine=fine_solve, cache=cache)
+    te2 = b.dataset(s.test, 2 * s.points, 2 * seed + 1, fine=fine_solve, cache=cache)
     axes = (Axis("periodic"),)
     train = samples(tr.u0, tr.u1, axes, where="burgers train")
     tests = {"test": samples(te.u0, te.u1, axes, where="burgers test")}
@@ -146,9 +150,10 @@ def navier_stokes(s: Sizes, seed: int) -> Problem:
 
     steps = 2 * WINDOW  # ten states in, ten rolled out
     modes = min(ns.MODES, (s.points - 1) // 3)  # the initial field's modes: the same functions at both resolutions
-    tr = ns.dataset(s.train, s.points, 2 * seed, steps=steps - 1, modes=modes)
-    te = ns.dataset(s.test, s.points, 2 * seed + 1, steps=steps - 1, modes=modes)
-    te2 = ns.dataset(s.test, 2 * s.points, 2 * seed + 1, steps=steps - 1, modes=modes)
+    cache = (CACHE or [None])[0]
+    tr = ns.dataset(s.train, s.points, 2 * seed, steps=steps - 1, modes=modes, cache=cache)
+    te = ns.dataset(s.test, s.points, 2 * seed + 1, steps=steps - 1, modes=modes, cache=cache)
+    te2 = ns.dataset(s.test, 2 * s.points, 2 * seed + 1, steps=steps - 1, modes=modes, cache=cache)
     axes = (Axis("periodic"), Axis("periodic"))
     train = windows(tr, WINDOW, axes, where="navier-stokes train")
     tests = {"test": windows(te, WINDOW, axes, where="navier-stokes test")}
@@ -330,6 +335,7 @@ def main() -> None:
     p.add_argument("--threads", type=threads, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--json", type=output_file, default=None, help="write every run, curves included, here")
+    p.add_argument("--cache", type=writable_dir, default=None, help="keep the generated PDE data here between runs")
     p.add_argument("--quick", action="store_true", help="every row small, one setting each: a few minutes")
     a = p.parse_args()
     rows = [r.strip() for r in a.rows.split(",") if r.strip()]
@@ -348,6 +354,8 @@ def main() -> None:
         print("result: operator_zoo_funcformer_over_fno nan (target <= 0.9)")
         raise UserError("the FNO needs neuraloperator: pip install -e '.[bench]'") from None
     torch.set_num_threads(a.threads)
+    if a.cache is not None:
+        CACHE.append(a.cache)
     sizes = QUICK if a.quick else FULL
     configs = 1 if a.quick else a.configs
     results = []
