@@ -7,6 +7,11 @@ an exact state). :func:`rollout` then applies a trained model to its own predict
 states it predicts the next, slides the window, and repeats for ``steps``. :func:`horizon_errors` reports the
 relative L² error of each predicted step, and of the whole horizon at once (space and time together, the FNO
 paper's figure for Navier--Stokes).
+
+Training is teacher forcing by default (the pairs of :func:`windows`). :class:`UnrolledTask` trains on a short
+unrolled loss instead: from a window of exact states the model predicts ``unroll`` states in turn, each from a
+window that holds its own earlier predictions, and the loss is the mean of the steps' losses -- the errors a
+rollout feeds itself are seen in training (gradients flow through the whole unroll).
 """
 
 from __future__ import annotations
@@ -16,11 +21,15 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from applicative.tensors import unflatten
+from operators import symmetry
 from operators.dataset import Samples, samples
 from operators.layout import Axis
 from training.errors import InputError
 
+from .config import Config
 from .model import OperatorModel
+from .train import OperatorTask, losses
 
 Step = Callable[[Tensor], Tensor]
 
@@ -96,3 +105,40 @@ def horizon_errors(pred: Tensor, exact: Tensor, axes: Sequence[Axis]) -> tuple[T
     num = (w * (pred - exact).pow(2)).flatten(2).sum(-1)  # (N, steps)
     den = (w * exact.pow(2)).flatten(2).sum(-1)
     return (num / den).sqrt(), (num.sum(1) / den.sum(1)).sqrt()
+
+
+class UnrolledTask(OperatorTask):
+    """Training on trajectories ``(N, T, *grid[, C])`` with a loss unrolled over ``unroll`` steps from exact windows
+    of ``window`` states (the trajectories' pairs fix the model's shape and scales, as for teacher forcing)."""
+
+    def __init__(
+        self, config: Config, trajectories: Tensor, axes: Sequence[Axis], window: int, unroll: int, device: torch.device
+    ) -> None:
+        dims = len(axes)
+        t = _fields(trajectories, dims)
+        if not 1 <= unroll <= t.shape[1] - window:
+            raise InputError(f"UnrolledTask: unroll={unroll} must be in 1..{t.shape[1] - window} (T - window)")
+        super().__init__(config, windows(t, window, axes), {}, device)
+        self.trajectories = t.to(device, self.model.dtype)
+        self.window, self.unroll = window, unroll
+
+    def train_step(self) -> Tensor:
+        c, w, k = self.config, self.window, self.unroll
+        n, steps = self.trajectories.shape[:2]
+        idx = torch.randint(0, n, (c.batch,), generator=self.sampler)
+        start = torch.randint(0, steps - w - k + 1, (c.batch,), generator=self.sampler)
+        times = start[:, None] + torch.arange(w + k)
+        seq = self.trajectories[idx[:, None].to(self.device), times.to(self.device)]  # (B, w + k, *grid, C)
+        if c.augment != "none":  # one move for the whole sequence, drawn from the sampler
+            which = symmetry.draw(c.augment, c.batch, self.axes, self.grid, self.sampler)
+            moved = symmetry.move(seq.movedim(1, -2).flatten(-2), which, c.augment, self.axes)
+            seq = unflatten(moved, -1, (w + k, seq.shape[-1])).movedim(-2, 1)
+        states = list(seq[:, :w].unbind(1))
+        total = seq.new_zeros(())
+        for i in range(k):
+            x = torch.stack(states[-w:], -2).flatten(-2)  # (B, *grid, w C)
+            loss, pred = losses(self.model, x, seq[:, w + i])
+            total = total + loss.mean() / k
+            states.append(pred)
+        self.optimise(total, clip=c.clip)
+        return total

@@ -60,13 +60,19 @@ def relative_sq(pred: Tensor, exact: Tensor, weights: Sequence[Tensor]) -> Tenso
 def objective(model: OperatorModel, x: Tensor, exact: Tensor) -> Tensor:
     """The training loss on inputs ``x`` and outputs ``exact`` ``(batch, *grid, C)``: the batch mean of
     ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = config.smooth``)."""
+    return losses(model, x, exact)[0].mean()
+
+
+def losses(model: OperatorModel, x: Tensor, exact: Tensor) -> tuple[Tensor, Tensor]:
+    """:func:`objective` per sample ``(batch,)``, and the prediction at ``exact``'s grid ``(batch, *grid, C)``."""
     u = model(x)
     grid = exact.shape[1:-1]
     weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.shape.axes, grid, strict=True)]
-    loss = relative_sq(model.values(u, grid), exact, weights)
+    pred = model.values(u, grid)
+    loss = relative_sq(pred, exact, weights)
     if model.config.smooth > 0:
         loss = loss + model.config.smooth * roughness(u, model.shape.axes) / exact.pow(2).flatten(1).mean(-1)
-    return loss.mean()
+    return loss, pred
 
 
 @torch.no_grad()
