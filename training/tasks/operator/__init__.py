@@ -1,10 +1,12 @@
 """The operator task: input functions to output functions, sampled on a user's grid (DESIGN §11).
 
 * :mod:`.config` -- the run's hyper-parameters, every field bounded;
-* :mod:`.model` -- :class:`OperatorModel` built from the data's :class:`Shape` (a Fourier series on each periodic
-  axis, a Chebyshev series on each bounded one, a grid reader, the Funcformers), and :func:`predict`, which
-  evaluates the predicted functions anywhere;
-* :mod:`.train` -- the training task for the shared loop, and :func:`train`.
+* :mod:`.shape` -- the data's :class:`Shape` (axes, channels) a model is built for;
+* :mod:`.model` -- :class:`OperatorModel` (a Fourier series on each periodic axis, a Chebyshev series on each
+  bounded one, the Funcformers), with the grid reader in :mod:`.reader` and its cost in :mod:`.cost`;
+* :mod:`.predict` -- :func:`predict`, which evaluates the predicted functions anywhere;
+* :mod:`.train` -- the training task for the shared loop, and :func:`train`; :mod:`.rollout` -- time-stepping;
+* :mod:`.program` -- what ``python -m examples.operator`` does; :mod:`.fno` -- neuraloperator's FNO as the peer.
 
 The data come as checked :class:`operators.dataset.Samples` (:func:`operators.dataset.samples` from arrays,
 :func:`operators.dataset.from_file` from ``.pt``, ``.npz``, ``.mat`` or HDF5 files); ``python -m examples.operator``
@@ -14,7 +16,9 @@ is the command line.
 from training.errors import InputError
 
 from .config import PRESETS, Config
-from .model import SPEC, OperatorModel, Shape, predict
+from .model import SPEC, OperatorModel
+from .predict import predict
+from .shape import Shape
 from .train import OperatorTask, Run, errors, train
 
 __all__ = [

@@ -30,73 +30,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, LayerNorm, Linear, MultiHeadAttention, Pairs, ScaledSoftmax, Structure, add
+from applicative import Field, Linear, Pairs, ScaledSoftmax, Structure
 from instances import Chebyshev, Fourier, Vector
 from instances.chebyshev import bubble, vandermonde
 from instances.fourier import basis_at
-from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
-from operators.layout import Axis, line
+from models.funcformer import Funcformer, FuncformerConfig
+from operators.layout import Axis
 from training import registry
-from training.errors import InputError
 
 from .config import Activation, Config
 from .cost import cost
+from .reader import Reader
+from .shape import Shape
 
 ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What a model is built for: the grid's axes and the channels in and out (plain data in a checkpoint)."""
-
-    axes: tuple[Axis, ...]
-    c_in: int
-    c_out: int
-
-    @property
-    def dims(self) -> int:
-        return len(self.axes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values (a checkpoint's config holds no nesting): ``data_c_in``, ``data_c_out``, and per axis
-        ``data_x_layout``, ``data_x_lo``, ``data_x_hi``, ``data_x_boundary`` (then ``data_y_...``)."""
-        out: dict[str, Any] = {"data_c_in": self.c_in, "data_c_out": self.c_out}
-        for name, a in zip("xy", self.axes, strict=False):
-            out |= {f"data_{name}_layout": a.layout, f"data_{name}_lo": a.lo, f"data_{name}_hi": a.hi}
-            out[f"data_{name}_boundary"] = a.bc
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Shape:
-        """The inverse of :meth:`to_dict` (a ``ValueError`` naming what is wrong: the caller names the file)."""
-        c_in, c_out = d.get("data_c_in"), d.get("data_c_out")
-        for name, c in (("data_c_in", c_in), ("data_c_out", c_out)):
-            if type(c) is not int or not 1 <= c <= 1024:
-                raise ValueError(f"{name}: an int in 1..1024, got {c!r}")
-        axes = []
-        for name in "xy":
-            if f"data_{name}_layout" not in d:
-                break
-            lo, hi = d.get(f"data_{name}_lo"), d.get(f"data_{name}_hi")
-            if not isinstance(lo, int | float) or not isinstance(hi, int | float):
-                raise ValueError(f"data_{name}_lo, data_{name}_hi: numbers, got {lo!r}, {hi!r}")
-            axes.append(Axis(d[f"data_{name}_layout"], float(lo), float(hi), d.get(f"data_{name}_boundary")))
-        if not axes:
-            raise ValueError("no axis recorded (data_x_layout)")
-        assert isinstance(c_in, int) and isinstance(c_out, int)
-        return cls(tuple(axes), c_in, c_out)
-
-    @staticmethod
-    def split(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A checkpoint's config -> (the config's fields, the data's shape fields)."""
-        data = {k: v for k, v in record.items() if k.startswith("data_")}
-        return {k: v for k, v in record.items() if k not in data}, data
 
 
 class X(Chebyshev):
@@ -149,93 +101,6 @@ def roughness(u: Tensor, axes: Sequence[Axis]) -> Tensor:
         k = frequency(a, u.shape[2 + i], u.dtype, u.device) ** 4
         weight = weight + k.reshape(*([1] * i), -1, *([1] * (len(axes) - 1 - i)))
     return (weight * u.pow(2)).flatten(1).sum(-1)
-
-
-def tokens(values: Tensor, t: Tensor, frequencies: int) -> Tensor:
-    """Tokens along the second-last axis of ``values`` ``(..., P, C)``: ``(..., P, C + 2K)``, the values and
-    ``cos πkt, sin πkt`` (``k = 1..K``) of their coordinates ``t`` ``(P,)``."""
-    k = torch.arange(1, frequencies + 1, dtype=t.dtype, device=t.device)
-    f = torch.cat([torch.cos(math.pi * t[:, None] * k), torch.sin(math.pi * t[:, None] * k)], -1).to(values.dtype)
-    return torch.cat([values, f.expand(*values.shape[:-1], -1)], -1)
-
-
-class Reader(nn.Module):
-    """Samples ``(batch, *grid, C)`` in a layout -> ``width`` feature functions on the domain (coefficients).
-
-    One cross-attention per axis through :class:`~applicative.MultiHeadAttention` (a separable reading:
-    ``O(n P² + n² P)`` scores in 2D): along ``x`` for each grid row, the queries learned series on ``X`` and the
-    keys and values the row's tokens on :func:`operators.layout.line` (its quadrature the measure); in 2D then
-    along ``y`` at each point of ``X``, queries on ``Y`` reading the first readings plus Fourier features of the
-    samples' ``y``. Each is one fused SDPA call with bias ``log w``.
-    """
-
-    window_x: Tensor | None
-    window_y: Tensor | None
-
-    def __init__(self, config: Config, shape: Shape, domain: Sequence[Structure], dtype: torch.dtype) -> None:
-        super().__init__()
-        self.shape, self.domain, self.frequencies = shape, tuple(domain), config.frequencies
-        channels, heads = config.reader_width, config.reader_heads
-        d, r = Vector(config.width), Vector(channels)
-        f = Vector(2 * config.frequencies)
-        self.embed: Linear[Vector, Vector] = Linear(Vector(shape.c_in + f.size), r, dtype=dtype)
-        self.position: Linear[Vector, Vector] | None = Linear(f, r, dtype=dtype) if shape.dims == 2 else None
-        self.norm_x: LayerNorm[Vector] = LayerNorm(r, eps=config.eps, dtype=dtype)
-        self.norm_y: LayerNorm[Vector] | None = LayerNorm(r, eps=config.eps, dtype=dtype) if shape.dims == 2 else None
-        head = Vector(r.size // heads)
-        scale = 1 / math.sqrt(head.size)
-        self.attn_x = MultiHeadAttention(r, head, head, heads, ScaledSoftmax(scale), dtype=dtype)
-        self.attn_y = (
-            MultiHeadAttention(r, head, head, heads, ScaledSoftmax(scale), dtype=dtype) if shape.dims == 2 else None
-        )
-        self.query_x = nn.Parameter(0.1 * torch.randn(self.domain[0].size, r.size, dtype=dtype))
-        self.query_y = (
-            nn.Parameter(0.1 * torch.randn(self.domain[1].size, r.size, dtype=dtype)) if shape.dims == 2 else None
-        )
-        self.lift: Linear[Vector, Vector] = Linear(r, d, dtype=dtype)
-        # the window's query sides are fixed series (from the config, not learned); the keys depend on the grid
-        betas = torch.tensor(window_slopes(config.reader_window, heads), dtype=torch.float64) / scale
-        for i, name in enumerate(("window_x", "window_y")):
-            q = window_queries(betas, self.domain[i]).to(dtype) if len(betas) and i < shape.dims else None
-            self.register_buffer(name, q, persistent=False)
-
-    def _window(self, i: int, query: Tensor | None, p: int, like: Tensor) -> tuple[Tensor, Tensor] | None:
-        if query is None:
-            return None
-        return query, window_keys(line(self.shape.axes[i], p), like.dtype, like.device)
-
-    def forward(self, x: Tensor) -> Field[Structure, Vector]:
-        """``x`` ``(batch, *grid, C)`` (standardised) -> ``(batch, |domain|, width)`` coefficients on the domain."""
-        b, grid = x.shape[0], x.shape[1:-1]
-        axes, r = self.shape.axes, self.lift.inp
-        nx = self.domain[0].size
-        px = grid[0]
-        t_x = axes[0].t(px, x.dtype, x.device)
-        if self.shape.dims == 1:
-            memory = self.norm_x(
-                self.embed(Field(tokens(x, t_x, self.frequencies), (line(axes[0], px), self.embed.inp)))
-            )
-            q = Field(self.query_x.expand(b, nx, r.size), (self.domain[0], r))
-            return self.lift(add(q, self.attn_x(q, memory, position=self._window(0, self.window_x, px, x))))
-        assert self.attn_y is not None and self.norm_y is not None and self.position is not None
-        assert self.query_y is not None
-        py, ny = grid[1], self.domain[1].size
-        # 1. along x, each row y_j a batch: tokens (b, P_y, P_x, C + 2K)
-        rows = tokens(x.transpose(1, 2), t_x, self.frequencies)
-        memory = self.norm_x(self.embed(Field(rows, (line(axes[0], px), self.embed.inp))))
-        q = Field(self.query_x.expand(b, py, nx, r.size), (self.domain[0], r))
-        read = add(q, self.attn_x(q, memory, position=self._window(0, self.window_x, px, x))).tensor  # (b, P_y, n_x, R)
-        # 2. along y, at each point x_k of X: keys (b, n_x, P_y, R)
-        h = self.domain[0].positions(read, -2).transpose(-2, -3)
-        t_y = axes[1].t(py, h.dtype, h.device)
-        k = torch.arange(1, self.frequencies + 1, dtype=h.dtype, device=h.device)
-        fy = torch.cat([torch.cos(math.pi * t_y[:, None] * k), torch.sin(math.pi * t_y[:, None] * k)], -1)
-        ly = line(axes[1], py)
-        memory = self.norm_y(add(Field(h, (ly, r)), self.position(Field(fy, (ly, self.position.inp)))))
-        q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain[1], r))
-        g = add(q, self.attn_y(q, memory, position=self._window(1, self.window_y, py, x))).tensor  # (b, n_x, n_y, R)
-        c = self.domain[0].stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
-        return self.lift(Field(c, (Pairs(self.domain[0], self.domain[1]), r)))
 
 
 class OperatorModel(nn.Module):
@@ -402,91 +267,6 @@ class OperatorModel(nn.Module):
         if self.shape.dims == 1:
             return torch.einsum("bck,mk->bmc", coefficients, phis[0])
         return torch.einsum("bckl,mk,ml->bmc", coefficients, phis[0], phis[1])
-
-
-def _check_inputs(model: OperatorModel, inputs: object) -> Tensor:
-    """``inputs`` as ``(batch, *grid, C_in)``: a float tensor of the model's grid dimensions, finite, positive where
-    a log is taken, each axis sampled often enough for its layout (an :class:`InputError` naming what is wrong)."""
-    if not isinstance(inputs, Tensor):
-        raise InputError(f"predict: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}")
-    shape, dims = model.shape, model.shape.dims
-    x = inputs[..., None] if inputs.ndim == dims + 1 and shape.c_in == 1 else inputs
-    if x.ndim != dims + 2 or x.shape[-1] != shape.c_in:
-        want = f"(batch, {', '.join('xy'[:dims])}, {shape.c_in})"
-        raise InputError(f"predict: inputs of shape {tuple(inputs.shape)}, expected {want}")
-    if not x.dtype.is_floating_point:
-        raise InputError(f"predict: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
-    if x.shape[0] == 0:
-        raise InputError("predict: an empty batch of inputs; pass at least one sample")
-    for i, a in enumerate(shape.axes):
-        if x.shape[1 + i] < max(a.smallest(), 2):
-            raise InputError(
-                f"predict: axis {'xy'[i]} has {x.shape[1 + i]} sample(s); the {a.layout} layout needs more"
-            )
-    if not bool(torch.isfinite(x).all()):
-        raise InputError("predict: inputs hold NaN or infinite values")
-    if model.config.log_input and bool((x <= 0).any()):
-        raise InputError("predict: the model reads log inputs, and some inputs are <= 0")
-    return x
-
-
-@torch.no_grad()
-def predict(
-    model: OperatorModel,
-    inputs: Tensor,
-    at: Sequence[Tensor] | Tensor | None = None,
-    *,
-    chunk: int = 256,
-) -> Tensor:
-    """The predicted output functions, evaluated where asked; float64 on the CPU.
-
-    Args:
-        model: a trained :class:`OperatorModel` (``training.load(run_dir)``).
-        inputs: ``(batch, *grid, C_in)`` samples in the layouts the model was trained on, at any resolution
-            (``(batch, *grid)`` for one channel).
-        at: ``None``: at the inputs' own samples, ``(batch, *grid, C_out)``; one 1-D tensor of coordinates (the
-            data's units) per axis: on their tensor grid, ``(batch, len(x)[, len(y)], C_out)``; a tensor
-            ``(M, dims)`` of points: ``(batch, M, C_out)``.
-        chunk: samples per forward pass (``>= 1``).
-
-    Raises:
-        InputError: inputs of the wrong shape, dtype or values; coordinates outside the domain; ``chunk < 1``.
-    """
-    if type(chunk) is not int or chunk < 1:
-        raise InputError(f"predict: chunk must be an int >= 1, got {chunk!r}")
-    x = _check_inputs(model, inputs)
-    device = next(iter(model.parameters())).device
-    axes, dims = model.shape.axes, model.shape.dims
-    where: Callable[[Tensor], Tensor]
-    if at is None:
-        grid = tuple(x.shape[1:-1])
-        where = lambda c: model.values(c, grid)  # noqa: E731
-    elif isinstance(at, Tensor):
-        if at.ndim != 2 or at.shape[1] != dims:
-            raise InputError(f"predict: at= points of shape {tuple(at.shape)}, expected (M, {dims})")
-        pts = torch.stack([_model_t(axes[i], at[:, i], f"at[:, {i}]") for i in range(dims)], -1)
-        where = lambda c: model.at_points(c, pts.to(c))  # noqa: E731
-    else:
-        coords = list(at)
-        if len(coords) != dims or not all(isinstance(c, Tensor) and c.ndim == 1 for c in coords):
-            raise InputError(f"predict: at= needs {dims} one-dimensional tensor(s) of coordinates, one per axis")
-        ts = [_model_t(axes[i], coords[i], f"at[{i}]") for i in range(dims)]
-        where = lambda c: model.at(c, [t.to(c) for t in ts])  # noqa: E731
-    outs = [where(model(x[i : i + chunk].to(device)).double()).cpu() for i in range(0, len(x), chunk)]
-    return torch.cat(outs)
-
-
-def _model_t(axis: Axis, x: Tensor, name: str) -> Tensor:
-    """Coordinates in the data's units -> the model's ``t``; outside a bounded axis's extent is an error."""
-    if not x.dtype.is_floating_point or not bool(torch.isfinite(x).all()):
-        raise InputError(f"predict: {name} must hold finite float coordinates")
-    x = x.double()
-    if not axis.periodic and bool(((x < axis.lo - 1e-12) | (x > axis.hi + 1e-12)).any()):
-        raise InputError(
-            f"predict: {name} has coordinates outside the axis's extent [{axis.lo:g}, {axis.hi:g}]; the model "
-            "knows the operator there only"
-        )
-    return axis.to_t(x)
 
 
 def _build(blob: dict[str, Any]) -> OperatorModel:

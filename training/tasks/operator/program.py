@@ -149,7 +149,7 @@ def plot_worst(model: OperatorModel, s: Samples, errs: Tensor, path: Path) -> No
     import matplotlib.pyplot as plt
 
     i = int(errs.argmax())
-    from .model import predict
+    from .predict import predict
 
     pred = predict(model, s.inputs[i : i + 1])[0, ..., 0]
     truth, inp = s.outputs[i, ..., 0], s.inputs[i, ..., 0]

@@ -23,7 +23,8 @@ from training import Trained, UserError, describe, fit
 from training.loop import FitOptions, Optimised
 
 from .config import Config
-from .model import SPEC, OperatorModel, Shape, roughness
+from .model import SPEC, OperatorModel, roughness
+from .shape import Shape
 
 
 def shape_of(s: Samples) -> Shape:
