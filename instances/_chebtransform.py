@@ -64,7 +64,7 @@ import torch
 from torch import Tensor
 
 from applicative import StructureError
-from applicative.tensors import constant as _constant
+from applicative.tensors import constant
 
 __all__ = [
     "DENSE_MAX_POINTS",
@@ -121,7 +121,7 @@ def _index(n: int, device: torch.device) -> Tensor:
     return torch.arange(n, dtype=torch.float64, device=device)
 
 
-@_constant
+@constant
 def _values_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``z'_k / c_k`` for :func:`values`: ``(-1)^k e^{iπk/(2m)}``, with ``2`` at ``k = 0``; shape ``(n,)``."""
     with torch.inference_mode(False):
@@ -131,7 +131,7 @@ def _values_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> T
         return _const(ph, _complex(dtype), device)
 
 
-@_constant
+@constant
 def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``c_k / rfft(v)_k`` for :func:`coefficients`: ``(2 - δ_k0)/m (-1)^k e^{-iπk/(2m)}``; shape ``(n,)``."""
     with torch.inference_mode(False):
@@ -144,7 +144,7 @@ def _coefficients_phase(m: int, n: int, dtype: torch.dtype, device: torch.device
 DENSE_MAX_POINTS = 256
 
 
-@_constant
+@constant
 def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``T_k(t_j)``: shape ``(m, n)``."""
     with torch.inference_mode(False):
@@ -153,7 +153,7 @@ def _values_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> 
         return _const(_sign(k) * torch.cos(math.pi * k * (2 * j + 1) / (2 * m)), dtype, device)
 
 
-@_constant
+@constant
 def _coefficients_matrix(m: int, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """The first ``n`` rows of the inverse of the ``m``-point :func:`_values_matrix`: shape ``(n, m)``."""
     with torch.inference_mode(False):
@@ -278,20 +278,20 @@ def evaluate_2d(c: Tensor, tx: Tensor, ty: Tensor) -> Tensor:
     return vx @ c @ vy.transpose(0, 1)
 
 
-@_constant
+@constant
 def _weights64(n: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         k = _index(n, device)
         return torch.where(k % 2 == 0, 2.0 / (1.0 - k * k), torch.zeros_like(k))
 
 
-@_constant
+@constant
 def _cached_weights(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_weights64(n, device), dtype, device)
 
 
-@_constant
+@constant
 def _quadrature64(m: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _coefficients_matrix(m, m, torch.float64, device).transpose(0, 1) @ _weights64(m, device)
@@ -311,7 +311,7 @@ def integral_weights(n: int, dtype: torch.dtype = torch.float64, device: torch.d
     return _cached_weights(n, dtype, torch.device(device) if device is not None else torch.device("cpu"))
 
 
-@_constant
+@constant
 def _metric64(n: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         w = _weights64(2 * n, device)
@@ -319,13 +319,13 @@ def _metric64(n: int, device: torch.device) -> Tensor:
         return 0.5 * (w[i[:, None] + i[None, :]] + w[(i[:, None] - i[None, :]).abs()])
 
 
-@_constant
+@constant
 def _cached_metric(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_metric64(n, device), dtype, device)
 
 
-@_constant
+@constant
 def _cached_factor(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(torch.linalg.cholesky(_metric64(n, device)), dtype, device)
@@ -341,7 +341,7 @@ def metric_factor(n: int, dtype: torch.dtype = torch.float64, device: torch.devi
     return _cached_factor(n, dtype, torch.device(device) if device is not None else torch.device("cpu"))
 
 
-@_constant
+@constant
 def _derivative64(n: int, order: int, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         j = torch.arange(n, device=device)[:, None]
@@ -352,7 +352,7 @@ def _derivative64(n: int, order: int, device: torch.device) -> Tensor:
         return power
 
 
-@_constant
+@constant
 def _cached_derivative(n: int, order: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     with torch.inference_mode(False):
         return _const(_derivative64(n, order, device), dtype, device)
