@@ -47,6 +47,7 @@ from applicative import StructureError
 from examples import lm, poisson
 from examples.poisson import train
 from instances import Distribution
+from operators.poisson import sources
 from training import CheckpointError, load_checkpoint
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS
@@ -455,7 +456,7 @@ def test_the_largest_absurd_checkpoint_costs_nothing(tmp_path: Path) -> None:
 TINY = PRESETS["tiny"].replace(steps=2, checkpoint_every=1)
 
 
-class Finished(tuple[Path, data.Splits, dict[str, Any]]):
+class Finished(tuple[Path, sources.Splits, dict[str, Any]]):
     """A tiny finished Poisson run: its directory, its data and its checkpoint's contents."""
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example

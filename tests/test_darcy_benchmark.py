@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from examples.darcy.train import objective
-from training.tasks.darcy import data
+from operators.darcy import data
 from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import DarcyModel
 

@@ -32,18 +32,20 @@ def _one_thread() -> Iterator[None]:
 
 def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
     from examples.poisson import train
+    from training.tasks.poisson import data
 
     cfg = poisson.PRESETS["tiny"]
-    splits = poisson.data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     model = train.train(cfg, splits, out, progress=False, stop_after=2).model
     return model, lambda m: m(splits.test.f[:4])
 
 
 def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
     from examples.darcy import train
+    from operators.darcy import data
 
     cfg = darcy.PRESETS["tiny"]
-    splits = darcy.data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
+    splits = data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
     trained, _ = train.train(cfg, splits, out, progress=False, stop_after=2)
     x = darcy.model.input_coefficients(splits.test, cfg.modes).float()[:4]
     return trained.model, lambda m: m(x)

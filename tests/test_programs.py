@@ -101,7 +101,7 @@ def test_shared_option_errors_are_one_line() -> None:
         (["--preset", "nope"], "argument --preset"),
     ]:
         p = options.program("prog", "d", PRESETS)
-        from training.tasks.darcy import data
+        from operators.darcy import data
 
         p.add_argument("--family", choices=data.FAMILIES, default=None)
         with pytest.raises(UserError) as caught:
@@ -126,7 +126,8 @@ def test_a_misspelt_option_is_answered_with_the_closest_one() -> None:
 
 
 def test_a_programs_own_option_of_a_fields_name_sets_the_field() -> None:
-    from training.tasks.darcy import PRESETS, data
+    from operators.darcy import data
+    from training.tasks.darcy import PRESETS
 
     p = options.program("prog", "d", PRESETS)
     p.add_argument("--family", choices=data.FAMILIES, default=None)

@@ -23,13 +23,13 @@ import torch
 from examples import poisson
 from examples.poisson import train
 from examples.poisson.__main__ import main
+from operators.poisson.solver import PoissonSolver
 from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint
 from training.config import CONVENTIONS
 from training.loop import Progress
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.model import PoissonModel
-from training.tasks.poisson.solver import PoissonSolver
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one

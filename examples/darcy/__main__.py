@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
+from operators.darcy import data
 from training import RunDir, check_resume, describe, options, run_cli
-from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import CHECKPOINT, SPEC
 

@@ -14,9 +14,9 @@ from typing import Unpack
 import torch
 from torch import Tensor
 
+from operators.darcy import data
 from training import Trained, fit_config
 from training.loop import FitOptions, Optimised
-from training.tasks.darcy import data
 from training.tasks.darcy.config import Config
 from training.tasks.darcy.model import SPEC, DarcyModel, centred, roughness
 

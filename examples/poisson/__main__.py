@@ -24,6 +24,7 @@ import time
 
 import torch
 
+from operators.poisson import norms
 from training import (
     RunDir,
     check_batch,
@@ -115,7 +116,7 @@ def run(argv: list[str] | None) -> int:
             "held_out_relative_l2": summary(test),
             "ood_relative_l2": summary(ood),
             "truncation_floor_held_out": float(
-                data.relative_l2(splits.test.target(config.out_modes or config.modes), splits.test.g).mean()
+                norms.relative_l2(splits.test.target(config.out_modes or config.modes), splits.test.g).mean()
             ),
             "families": families,
             "history": trained.history,

@@ -1,6 +1,6 @@
 """``python -m examples.poisson.generalise``: a trained model on source families it was not trained on.
 
-For each family of :mod:`training.tasks.poisson.families` it prints the relative L² error of the model against
+For each family of :mod:`operators.poisson.families` it prints the relative L² error of the model against
 the exact spectral solution (mean / median / max) and the *floor*: the error of the exact solution of the
 source cut to the model's input modes, itself cut to its output modes -- what reading ``modes`` terms and
 writing ``out_modes`` terms loses before any learning (for ``modes24`` / ``modes32``, mostly the dropped
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import torch
 
+from operators.poisson import families, norms
+from operators.poisson.solver import PoissonSolver
 from training import Parser, run_cli
-from training.tasks.poisson import data, families
 from training.tasks.poisson.model import PoissonModel, load
-from training.tasks.poisson.solver import PoissonSolver
 
 #: data seeds of the family sets (disjoint from the training seeds ``3 s``, ``3 s + 1``, ``3 s + 2``)
 SEED = 10_000
@@ -35,8 +35,8 @@ def table(model: PoissonModel, count: int, device: torch.device | str = "cpu") -
         g = solver.solve(f)
         with torch.no_grad():
             pred = torch.cat([model(f[j : j + 256].to(device)).double().cpu() for j in range(0, count, 256)])
-        e = data.relative_l2(pred, g)
-        floor = data.relative_l2(data.pad(solver.solve(data.pad(f, n)), p), g)
+        e = norms.relative_l2(pred, g)
+        floor = norms.relative_l2(norms.pad(solver.solve(norms.pad(f, n)), p), g)
         out[name] = {
             "modes": float(f.shape[-1]),
             "mean": float(e.mean()),

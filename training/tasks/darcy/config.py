@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from operators.darcy.data import Family
 from training.config import (
     MAX_BATCH,
     MAX_HEADS,
@@ -18,8 +19,6 @@ from training.config import (
     between,
     document_bounds,
 )
-
-from .data import Family
 
 Normalisation = Literal["softmax", "linear"]
 DType = Literal["float32", "float64"]
@@ -75,7 +74,7 @@ class Config(Checked):
             ``log a`` less its mean ``m`` over the grid, and the prediction is divided by ``e^m``
             (``reader="grid"``).
         augment: train on each batch moved by random symmetries of the square (rotations and reflections,
-            :func:`~training.tasks.darcy.data.symmetry`; the operator commutes with them, so every moved pair is
+            :func:`~operators.darcy.data.symmetry`; the operator commutes with them, so every moved pair is
             another exact sample) -- eight times the distinct training pairs at no cost a step (``reader="grid"``).
     """
 

@@ -5,13 +5,13 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
 
 * Input: :math:`\log a`, standardised, interpolated at the ``n x n`` first-kind Chebyshev points (a DCT
   per axis; :func:`input_coefficients`) -- a ``Field[X, Y]`` with ``X = Y = Chebyshev(n)``. ``a`` is a
-  function (:meth:`~training.tasks.darcy.data.DarcyData.log_a_at`), so it is *sampled* at those points, not fitted
+  function (:meth:`~operators.darcy.data.DarcyData.log_a_at`), so it is *sampled* at those points, not fitted
   from the grid. For the piecewise-constant family the interpolant of a jump oscillates (Gibbs) and
   converges only in :math:`L^2`; the network sees that series, never the exact interfaces.
 * Input, ``reader="grid"`` (:class:`GridReader`): ``log a`` where it is given, its samples on the data's
   ``P x P`` grid -- the same numbers the FNO reads, where the interpolant above samples the coefficient
   function between the nodes. The grid is a structure (``Pairs(Uniform(P), Uniform(P))``, trapezoid
-  weights; :mod:`training.tasks.darcy.grid`), and learned queries on the Chebyshev domain cross-attend to its
+  weights; :mod:`operators.darcy.grid`), and learned queries on the Chebyshev domain cross-attend to its
   tokens, one axis at a time, giving ``width`` feature functions on ``Pairs(X, Y)``. A 65² grid is read by
   the same weights (the same integrals, sampled more densely).
 * Network: with ``sequence="x"`` (default), :class:`models.funcformer.Funcformer` unchanged (the grid
@@ -68,12 +68,12 @@ from instances import Chebyshev, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from models.transformer import EncoderLayer
+from operators.darcy import grid
+from operators.darcy.data import DarcyData
 from training import InputError, inputs, registry
 
-from . import grid
 from .config import Activation, Config, Normalisation
 from .cost import cost
-from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -140,8 +140,8 @@ class GridReader(nn.Module):
 
     1. along ``x``, one grid row ``y_j`` at a time: the queries are learned functions ``q_x(x)`` on
        ``X = Chebyshev(n)``; the keys and values are the row's tokens (``log a`` and Fourier features of
-       ``x_i``, :func:`~training.tasks.darcy.grid.line_tokens`, embedded and normalised) on
-       :class:`~training.tasks.darcy.grid.Uniform` ``(P)``, integrated with its trapezoid measure;
+       ``x_i``, :func:`~operators.darcy.grid.line_tokens`, embedded and normalised) on
+       :class:`~operators.darcy.grid.Uniform` ``(P)``, integrated with its trapezoid measure;
     2. along ``y``, at each Chebyshev point ``x_k``: learned queries ``q_y(y)`` on ``Y`` read the first
        readings (plus Fourier features of ``y_j``) along the grid's column.
 

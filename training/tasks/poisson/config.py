@@ -61,7 +61,7 @@ class Config(Checked):
         key_size, value_size: query/key and value sizes per attention head (``0``: ``width // heads``, or the
             key size); a ``"vector"`` model only. Attention's rank along ``x`` is at most the key size per head.
         sources: the training law: ``"decaying"`` (``ρ = 0.7``, 12 of 16 modes) or ``"mixed"``
-            (:func:`training.tasks.poisson.families.training_sources`: every resolved mode excited).
+            (:func:`operators.poisson.families.training_sources`: every resolved mode excited).
         online: every batch is ``batch`` fresh sources drawn from the training law (with the run's sampler, so a
             resumed run draws the same ones) and solved exactly, instead of ``batch`` of the ``n_train`` fixed
             pairs (which a long run overfits); the ``n_train`` pairs then only set the output scale.
