@@ -62,15 +62,13 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.darcy.train import build_model, objective
 from operators.darcy import data
 from training import UserError, denormals_flushed, flush_denormals
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
+from training.tasks.darcy.train import build_model, objective
 
 
 def host() -> str:

@@ -30,19 +30,16 @@ from __future__ import annotations
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.poisson.train import build, errors
 from instances.chebyshev import metric
 from operators.poisson import norms, sources
 from training.cli import Parser, run_cli, threads
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS, Config
+from training.tasks.poisson.train import build, errors
 
 TARGET = 1e-3
 

@@ -24,20 +24,18 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.poisson.train import PoissonModel, relative_sq
 from operators.poisson import norms
 from operators.poisson.solver import evaluate_2d
 from training import UserError
 from training.cli import Parser, run_cli, threads
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.model import PoissonModel
+from training.tasks.poisson.train import relative_sq
 
 
 def fno_matching(params: int, modes: int) -> nn.Module:

@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as nnf
 
 from applicative import REAL, Field, Vector
-from examples.darcy.train import objective, relative_sq, train
 from instances.chebyshev import points
 from models.transformer import EncoderLayer
 from operators.darcy import data
@@ -28,6 +27,7 @@ from operators.darcy.solver import DarcySolver
 from training import ConfigError
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import DarcyModel, GridReader, bubble_matrix, centred, grid_matrix, roughness
+from training.tasks.darcy.train import objective, relative_sq, train
 
 
 @pytest.fixture(autouse=True)

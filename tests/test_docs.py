@@ -115,8 +115,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _poisson_run(where: Path) -> None:
     """A tiny Poisson run in ``where`` (two steps: the snippets need a trained model, not a good one)."""
-    from examples.poisson import train
-    from training.tasks.poisson import PRESETS, data
+    from training.tasks.poisson import PRESETS, data, train
 
     cfg = PRESETS["tiny"]
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)

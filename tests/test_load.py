@@ -31,8 +31,7 @@ def _one_thread() -> Iterator[None]:
 
 
 def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.poisson import train
-    from training.tasks.poisson import data
+    from training.tasks.poisson import data, train
 
     cfg = poisson.PRESETS["tiny"]
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
@@ -41,8 +40,8 @@ def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]
 
 
 def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.darcy import train
     from operators.darcy import data
+    from training.tasks.darcy import train
 
     cfg = darcy.PRESETS["tiny"]
     splits = data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
@@ -52,7 +51,7 @@ def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
 
 
 def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.lm import train
+    from training.tasks.lm import train
 
     cfg = lm.PRESETS["tiny"]
     corpus = lm.data.corpus(cfg.limit or None)
@@ -61,7 +60,7 @@ def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
 
 
 def _listops(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.tree_listops import train
+    from training.tasks.tree_listops import train
 
     cfg = tree_listops.PRESETS["tiny"]
     splits = tree_listops.data.splits(cfg.train, cfg.test, cfg.seed)

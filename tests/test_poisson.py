@@ -23,7 +23,6 @@ import scipy.sparse
 import scipy.sparse.linalg
 import torch
 
-from examples.poisson import plot, train
 from examples.poisson.__main__ import main
 from instances.chebyshev import metric
 from operators.poisson import families, norms, sources
@@ -31,8 +30,9 @@ from operators.poisson.solver import PoissonSolver, cheb_differentiation, lobatt
 from training import ConfigError
 from training.config import CONVENTIONS
 from training.loop import Progress
-from training.tasks.poisson import data
+from training.tasks.poisson import data, plot, train
 from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.model import CHECKPOINT
 
 
 def _grid(s: PoissonSolver) -> tuple[torch.Tensor, torch.Tensor]:
@@ -177,7 +177,7 @@ def test_divergence_stops_with_a_clear_error(tmp_path, monkeypatch) -> None:  # 
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     with pytest.raises(FloatingPointError, match="diverged at step"):
         train.train(cfg, splits, tmp_path, progress=False)
-    kept = torch.load(tmp_path / train.CHECKPOINT, weights_only=True)
+    kept = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert all(bool(torch.isfinite(p).all()) for p in kept["task"]["model"].values())
 
 
@@ -245,7 +245,7 @@ def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path, online) -> Non
 
     with pytest.raises(KeyboardInterrupt):
         train.train(cfg, splits, tmp_path / "b", progress=False, on_step=ctrl_c)
-    half = torch.load(tmp_path / "b" / train.CHECKPOINT, weights_only=True)
+    half = torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)
     assert half["step"] == cfg.steps // 2
     resumed = train.train(cfg, splits, tmp_path / "b", progress=False)
     assert resumed.step == cfg.steps

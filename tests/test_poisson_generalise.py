@@ -13,12 +13,12 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
-from examples.poisson import generalise, train
+from examples.poisson import generalise as program
 from instances import Vector
 from models.funcformer import SeparableLinear, odd_part, unit_scaled
 from operators.poisson import families, norms
 from operators.poisson.solver import PoissonSolver, lobatto_points
-from training.tasks.poisson import data
+from training.tasks.poisson import data, generalise, train
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.model import PoissonModel
 
@@ -188,13 +188,13 @@ def test_short_training_of_the_linear_path_generalises(tmp_path) -> None:  # typ
     after = generalise.table(model, 16)
     for name in ("decaying", "flat", "sines", "polynomials", "amplitudes"):
         assert after[name]["mean"] < 0.1 * before[name]["mean"], (name, before[name], after[name])
-    assert generalise.main(["--out", str(tmp_path), "--count", "4"]) == 0
+    assert program.main(["--out", str(tmp_path), "--count", "4"]) == 0
 
 
 def test_generalise_command_line_errors(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert generalise.main(["--out", str(tmp_path / "none")]) == 2
+    assert program.main(["--out", str(tmp_path / "none")]) == 2
     assert "no checkpoint there" in capsys.readouterr().err
-    assert generalise.main(["--out", str(tmp_path), "--count", "0"]) == 2
+    assert program.main(["--out", str(tmp_path), "--count", "0"]) == 2
 
 
 def test_the_funcformer_alone_reads_and_writes_its_domain_modes() -> None:

@@ -2,7 +2,7 @@
 
 The loss is the mean squared *relative* L² error of the predicted solution as a function,
 ``‖g_pred - g‖² / ‖g‖²`` with ``‖c‖² = tr(cᵀ W c W)`` on the leading ``modes x modes`` coefficients;
-evaluation measures the error against the exact solution's full series (:func:`norms.relative_l2`).
+evaluation measures the error against the exact solution's full series (:func:`operators.poisson.norms.relative_l2`).
 Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
 A run extended past its first ``steps`` keeps the one-cycle schedule's final learning rate.
 """
@@ -20,10 +20,11 @@ from operators.poisson import norms, sources
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
 from training.loop import FitOptions, Optimised
 from training.speed import autocast, check_amp, compiled
-from training.tasks.poisson.config import Config
-from training.tasks.poisson.model import CHECKPOINT, SPEC, PoissonModel, X, Y
 
-__all__ = ["CHECKPOINT", "PoissonModel", "PoissonTask", "Trained", "X", "Y", "build", "errors", "predict", "train"]
+from .config import Config
+from .model import SPEC, PoissonModel
+
+__all__ = ["PoissonTask", "build", "errors", "predict", "relative_sq", "train"]
 
 
 def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
@@ -45,6 +46,8 @@ def errors(model: PoissonModel, d: sources.PoissonData, device: torch.device) ->
 
 class PoissonTask(Optimised):
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
+
+    model: PoissonModel
 
     def __init__(
         self,
