@@ -146,7 +146,7 @@ def test_a_bad_device_is_one_line_before_any_work(name: str) -> None:
 
 
 def test_a_cpu_only_program_refuses_cuda_in_one_line() -> None:
-    from examples.uncertainty.config import PRESETS
+    from training.tasks.uncertainty.config import PRESETS
 
     p = options.program("prog", "d", PRESETS, cuda=False)
     with pytest.raises(UserError, match="argument --device: invalid choice: 'cuda'"):
