@@ -28,20 +28,10 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
   So :math:`u` is an ``(n + 2) x (n + 2)`` Chebyshev series vanishing on the boundary, evaluated on the
   grid for the loss.
 
-Why this reader (measured, piecewise family, one thread on a shared 2-core machine; ``benchmarks`` and the
-README give the trained figures). Solving exactly from what each input keeps of ``a`` (24 samples, the
-65²-solved reference): the 33² grid loses 8.3e-3, the 20² Chebyshev interpolant 2.7e-2 (Gibbs). The second
-candidate design, a least-squares projection of the 33² samples onto ``n x n`` Chebyshev modes, loses 3.9e-2
-at ``n = 20`` (2.9e-2 with a ``k⁴`` smoothing penalty), and at ``n = 24`` the unsmoothed fit already blows up
-between the nodes near the edges (``exp`` overflowed: polynomial fits on uniform nodes, Runge), so "more modes
-than the output" does not come cheaply from a uniform grid; it was dropped. Cross-attention keeps the grid's
-samples and learns its own (content-dependent) smoothing. Attention from all ``n²`` domain points to all
-``P²`` grid tokens costs 1.1--1.3 s a step (batch 16) against 0.1 s for the whole 1D Funcformer; the separable
-reading (along ``x`` per grid row, then along ``y`` per Chebyshev point: ``n P² + n² P`` scores) costs 0.34 s
-with 32 reader channels, and the 2D-domain encoder about 1.2 s. At 300 steps (batch 16) the grid reader
-reached 8.5e-2 against 6.7e-2 for the interpolant: it has to learn to read first, and the interpolant's Gibbs
-floor (2.7e-2) is far below either at this budget. The default stays the interpolant; ``--preset grid`` is the
-grid route.
+Why two readers: the interpolant is cheap but oscillates across a jump (Gibbs); the grid reader keeps the
+samples the FNO reads and learns its own smoothing, at a higher cost a step. The measurements that chose them
+(and dropped a least-squares projection: Runge between uniform nodes) are in the lab notes,
+``docs/notes/2026-11-darcy.md``.
 """
 
 from __future__ import annotations
