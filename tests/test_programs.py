@@ -24,7 +24,8 @@ from torch import Tensor, nn
 
 from training import UserError, default_threads, denormals_flushed, fit, flush_denormals, options
 from training import threads as threads_module
-from training.loop import Lines, Optimised, progress_bar
+from training.loop import Optimised
+from training.progress import Lines, progress_bar
 from training.threads import MOST, SMALL, use_threads
 
 PROGRAMS = [
