@@ -65,14 +65,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as nnf
 from torch import Tensor, nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from applicative import Field, MultiHeadAttention, Normalise, ScaledSoftmax, Structure, attention
 from instances import Chebyshev, Distribution, Padded, Tree, Vector

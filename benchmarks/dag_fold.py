@@ -1,6 +1,6 @@
 """The DAG fold against the tree fold on the unrolled tree, as the sharing depth grows.
 
-Workload: batches of 64 seeded arithmetic circuits (:mod:`examples.circuits.data`, width 3) whose output
+Workload: batches of 64 seeded arithmetic circuits (:mod:`training.tasks.circuits.data`, width 3) whose output
 sits at level ``d``: about ``3 d`` nodes per circuit, while the output's expression tree -- every shared
 subexpression written out -- has up to ``2^d`` leaves. Both sides run the same learned cell
 (:class:`models.NodeCell`, state 64, hidden 128, the same parameters), forward and backward:
@@ -23,54 +23,17 @@ from __future__ import annotations
 
 import sys
 import time
-import weakref
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch.nn import functional as nnf
-from torch.utils._python_dispatch import TorchDispatchMode
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from applicative import Field, Vector
-from examples.circuits.data import OPS, dag_batch, generate, tree_batch
 from instances import DAG, Expressions
 from models import DAGFold, TreeFold
 from training.cli import Parser, run_cli, threads
-
-
-class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Tracks the bytes of storages created inside the mode that are alive at once."""
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.live: dict[int, list[int]] = {}  # data_ptr -> [nbytes, live tensor count]
-        self.now = self.peak = 0
-
-    def _release(self, ptr: int) -> None:
-        entry = self.live[ptr]
-        entry[1] -= 1
-        if entry[1] == 0:
-            self.now -= entry[0]
-            del self.live[ptr]
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        flat = [*args, *(kwargs or {}).values()]
-        inputs = {t.untyped_storage().data_ptr() for t in flat if isinstance(t, torch.Tensor)}
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                ptr = t.untyped_storage().data_ptr()
-                if ptr not in self.live and ptr in inputs:  # a view of a tensor made before the mode
-                    continue
-                if ptr not in self.live:
-                    self.live[ptr] = [t.untyped_storage().nbytes(), 0]
-                    self.now += self.live[ptr][0]
-                    self.peak = max(self.peak, self.now)
-                self.live[ptr][1] += 1
-                weakref.finalize(t, self._release, ptr)
-        return out
+from training.memory import PeakBytes
+from training.tasks.circuits.data import OPS, dag_batch, generate, tree_batch
 
 
 class Digits(Vector):

@@ -1,6 +1,6 @@
 """Darcy flow through the general operator route against the Darcy program, at equal steps.
 
-The project's seeded Darcy data (:mod:`training.tasks.darcy.data`: ``points x points`` nodes of ``[0, 1]²``, solved
+The project's seeded Darcy data (:mod:`operators.darcy.data`: ``points x points`` nodes of ``[0, 1]²``, solved
 on a grid twice as fine) are written to ``.npz`` files as a user would have them, and trained twice from the
 command line: ``python -m examples.darcy --preset grid`` (the Darcy program) and ``python -m examples.operator
 --preset darcy --layout nodes --boundary zero`` (the general route: the grid and its zero ends declared, the data
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from operators.darcy import data
 from training import UserError
 from training.cli import Parser, run_cli, threads
-from training.tasks.darcy import data
 
 
 def main() -> int:

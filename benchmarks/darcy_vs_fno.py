@@ -1,7 +1,7 @@
 """Funcformer vs neuraloperator's FNO on Darcy flow: equal parameters, equal steps, equal wall clock, resolution.
 
 Both learn ``a ↦ u`` for ``-∇·(a∇u) = 1`` on ``[0, 1]²``, ``u = 0`` on the boundary, from the same seeded
-finite-difference data (:mod:`training.tasks.darcy.data`: ``points x points`` nodes, solved on a grid twice as fine),
+finite-difference data (:mod:`operators.darcy.data`: ``points x points`` nodes, solved on a grid twice as fine),
 for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`` ``a ∈ {3, 12}``.
 
 * The Funcformer: :class:`training.tasks.darcy.model.DarcyModel` with the ``--preset`` (default: the example's
@@ -15,7 +15,7 @@ for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`
   standardised ``log a`` on the grid (their recipe standardises the input too) and writes ``u`` there.
   Their recipe trains on the H1 loss; here both train on the metric reported, the squared relative L² error.
 
-With the preset's ``augment`` (the square's symmetries, :func:`training.tasks.darcy.data.symmetry`) both
+With the preset's ``augment`` (the square's symmetries, :func:`operators.darcy.data.symmetry`) both
 models train on the same moved batches: the symmetries are a property of the data, not of either model, so
 the FNO gets them too (neuraloperator's recipe has no augmentation; ``--config augment=false`` trains both
 without).
@@ -62,15 +62,13 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.darcy.train import build_model, objective
+from operators.darcy import data
 from training import UserError, denormals_flushed, flush_denormals
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
-from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
+from training.tasks.darcy.train import build_model, objective
 
 
 def host() -> str:
@@ -160,7 +158,7 @@ def train(
 ) -> Run:
     """Train from scratch for ``steps``; the held-out error at ``evals`` points (evaluation time not counted).
 
-    ``augment``: each batch moved by random symmetries of the square (:func:`~training.tasks.darcy.data.symmetry`),
+    ``augment``: each batch moved by random symmetries of the square (:func:`~operators.darcy.data.symmetry`),
     the same draws for every learner.
     """
     device = device or torch.device("cpu")

@@ -24,21 +24,16 @@ import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from dag_fold import PeakBytes
-
 from applicative import Field, Vector, attention
 from instances import EdgeSoftmax, Graph
 from training import UserError
 from training.cli import Parser, run_cli, threads
+from training.memory import PeakBytes
 
 WIDTH, HEADS, HEAD = 64, 4, 16
 

@@ -23,18 +23,15 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import get_args
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.lm.train import LMTask
 from training.cli import Parser, bounded, run_cli
 from training.distributed import device_of
 from training.tasks.lm import data
 from training.tasks.lm.config import PRESETS, Config, ModelKind
+from training.tasks.lm.train import LMTask
 
 KINDS: tuple[str, ...] = get_args(ModelKind)
 

@@ -39,8 +39,6 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from applicative import Field
 from instances import Vector
 from models import EncoderLayer

@@ -30,22 +30,21 @@ from __future__ import annotations
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.poisson.train import build, errors
+from instances.chebyshev import metric
+from operators.poisson import norms, sources
 from training.cli import Parser, run_cli, threads
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS, Config
+from training.tasks.poisson.train import build, errors
 
 TARGET = 1e-3
 
 
-def least_squares(splits: data.Splits, out: int) -> dict[str, float]:
+def least_squares(splits: sources.Splits, out: int) -> dict[str, float]:
     """The closed-form linear map ``A = F⁺ G`` on the training pairs, scored on held-out and OOD."""
     start = time.perf_counter()
     f = splits.train.f.flatten(-2)
@@ -53,13 +52,13 @@ def least_squares(splits: data.Splits, out: int) -> dict[str, float]:
     a = torch.linalg.lstsq(f, g).solution
     seconds = time.perf_counter() - start
 
-    def score(d: data.PoissonData) -> float:
-        return float(data.relative_l2((d.f.flatten(-2) @ a).unflatten(-1, (out, out)), d.g).mean())
+    def score(d: sources.PoissonData) -> float:
+        return float(norms.relative_l2((d.f.flatten(-2) @ a).unflatten(-1, (out, out)), d.g).mean())
 
     return {"held": score(splits.test), "ood": score(splits.ood), "params": a.numel(), "time": seconds}
 
 
-def reduced_rank(splits: data.Splits, out: int, rank: int) -> dict[str, float]:
+def reduced_rank(splits: sources.Splits, out: int, rank: int) -> dict[str, float]:
     """The best linear map of rank ``rank`` on the training pairs (reduced-rank regression in the output's L²).
 
     A Galerkin (linear-attention) layer whose model width is ``rank`` cannot represent a linear operator of
@@ -68,20 +67,20 @@ def reduced_rank(splits: data.Splits, out: int, rank: int) -> dict[str, float]:
     f = splits.train.f.flatten(-2)
     g = splits.train.target(out).flatten(-2)
     a = torch.linalg.lstsq(f, g).solution
-    w = data.gram(out)
+    w = metric(out)
     chol = torch.linalg.cholesky(torch.kron(w, w))  # ‖c‖² = cᵀ (W ⊗ W) c
     fitted = f @ a @ chol
     _, _, vh = torch.linalg.svd(fitted, full_matrices=False)
     project = vh[:rank].mT @ vh[:rank]
     a_r = a @ chol @ project @ torch.linalg.inv(chol)
 
-    def score(d: data.PoissonData) -> float:
-        return float(data.relative_l2((d.f.flatten(-2) @ a_r).unflatten(-1, (out, out)), d.g).mean())
+    def score(d: sources.PoissonData) -> float:
+        return float(norms.relative_l2((d.f.flatten(-2) @ a_r).unflatten(-1, (out, out)), d.g).mean())
 
     return {"held": score(splits.test), "ood": score(splits.ood), "params": a_r.numel(), "time": 0.0}
 
 
-def trained(config: Config, splits: data.Splits, steps: int) -> dict[str, float]:
+def trained(config: Config, splits: sources.Splits, steps: int) -> dict[str, float]:
     """Train ``config`` for ``steps`` (its schedule spans them) and score it."""
     cfg = config.replace(steps=steps)
     task = build(cfg, splits, torch.device("cpu"))
@@ -119,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     out = base.out_modes or base.modes
     rows: list[tuple[str, dict[str, Any]]] = []
     floor = {
-        "held": float(data.relative_l2(splits.test.target(out), splits.test.g).mean()),
-        "ood": float(data.relative_l2(splits.ood.target(out), splits.ood.g).mean()),
+        "held": float(norms.relative_l2(splits.test.target(out), splits.test.g).mean()),
+        "ood": float(norms.relative_l2(splits.ood.target(out), splits.ood.g).mean()),
         "params": 0,
         "time": 0.0,
     }

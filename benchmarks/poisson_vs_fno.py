@@ -24,19 +24,18 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: examples/ is not installed
-
-from examples.poisson.train import PoissonModel, relative_sq
+from operators.poisson import norms
+from operators.poisson.solver import evaluate_2d
 from training import UserError
 from training.cli import Parser, run_cli, threads
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS
-from training.tasks.poisson.solver import evaluate_2d
+from training.tasks.poisson.model import PoissonModel
+from training.tasks.poisson.train import relative_sq
 
 
 def fno_matching(params: int, modes: int) -> nn.Module:
@@ -123,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return evaluate_2d(c, t, t)
 
     out_modes = cfg.out_modes or cfg.modes
-    scale = float(1.0 / data.l2_norm_sq(splits.train.target(out_modes)).mean().sqrt())
+    scale = float(1.0 / norms.l2_norm_sq(splits.train.target(out_modes)).mean().sqrt())
 
     def funcformer() -> PoissonModel:
         torch.manual_seed(cfg.seed)

@@ -36,21 +36,17 @@ import random
 import statistics
 import sys
 import time
-import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from applicative import Field, counit, zip_with
 from instances import NodeAlgebra, Tree, tree_field
 from instances._tree_inner import inner_linear
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
+from training.memory import PeakBytes
 
 # ---- the reference: data Tree l = Node (Tree l) (Tree l) | Leaf l, transcribed ------------------
 
@@ -144,40 +140,7 @@ def ours(a: Field[Tree], b: Field[Tree]) -> torch.Tensor:
     return unfused(a, b) if out is None else out
 
 
-# ---- exact peak of live tensor bytes -----------------------------------------------------------
-
-
-class PeakBytes(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Tracks the bytes of storages created inside the mode that are alive at once."""
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.live: dict[int, list[int]] = {}  # data_ptr -> [nbytes, live tensor count]
-        self.now = self.peak = 0
-
-    def _release(self, ptr: int) -> None:
-        entry = self.live[ptr]
-        entry[1] -= 1
-        if entry[1] == 0:
-            self.now -= entry[0]
-            del self.live[ptr]
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        flat = [*args, *(kwargs or {}).values()]
-        inputs = {t.untyped_storage().data_ptr() for t in flat if isinstance(t, torch.Tensor)}
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                ptr = t.untyped_storage().data_ptr()
-                if ptr not in self.live and ptr in inputs:  # a view of a tensor made before the mode: no new bytes
-                    continue
-                if ptr not in self.live:
-                    self.live[ptr] = [t.untyped_storage().nbytes(), 0]
-                    self.now += self.live[ptr][0]
-                    self.peak = max(self.peak, self.now)
-                self.live[ptr][1] += 1
-                weakref.finalize(t, self._release, ptr)
-        return out
+# ---- exact peak of live tensor bytes (training.memory.PeakBytes) ---------------------------------
 
 
 def peak_bytes(run: Any, make: Any, batch: int, leaves: int, device: torch.device) -> int:

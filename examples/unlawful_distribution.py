@@ -7,19 +7,13 @@ The design source (Part 6) writes a finite distribution as a list of outcomes::
     pair (Distribution a) (Distribution b) =
         Distribution $ zipWith (\\(x, px) (y, py) -> ((x, y), px * py)) a b
 
-``pure x`` is a one-outcome list, and ``pair`` zips position by position, so
-``pair (pure x) d`` keeps only the first outcome of ``d``: the unit laws
-``pair (pure x) d ≅ fmap (x,·) d`` fail. :class:`ZipDistribution` ports it
-faithfully onto tensors: one axis holds the outcomes, the structure holds the
-probabilities, ``join`` is the zip (truncate to the shorter list, multiply the
-probabilities) and ``refine`` truncates a value to the joined outcomes. Its
-arbitrary says that ``pure`` builds the one-outcome distribution.
+``pure x`` is a one-outcome list, and ``pair`` zips position by position, so ``pair (pure x) d`` keeps only the
+first outcome of ``d``: the unit laws ``pair (pure x) d ≅ fmap (x,·) d`` fail. :class:`ZipDistribution` ports it
+faithfully onto tensors: one axis holds the outcomes, the structure the probabilities, ``join`` is the zip
+(truncate to the shorter list, multiply the probabilities) and ``refine`` truncates a value to the joined outcomes.
+The lawful version -- random variables on one probability space -- is :class:`instances.distribution.Distribution`.
 
-The lawful version -- random variables on one probability space, ``pure`` the
-constant variable -- is :class:`instances.distribution.Distribution`.
-
-Run ``python -m examples.unlawful_distribution`` to see the table and the
-shrunk counterexample a user gets; it takes a few seconds.
+Run ``python -m examples.unlawful_distribution``: the table and the shrunk counterexample a user gets (seconds).
 """
 
 from __future__ import annotations

@@ -58,6 +58,8 @@ from torch import Tensor
 from applicative import Field, Structure, StructureError
 from applicative.tensors import summary
 
+from ._levels import fold_levels
+
 A = TypeVarTuple("A")
 
 #: a node written by hand: ``None`` for a source, ``(op, left, right)`` (earlier node indices) for an operation
@@ -320,18 +322,8 @@ class DAG(Structure):
         s = self.schedule
         inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
         buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
-        ops = self.ops.reshape(-1)
-        for level in s.levels:  # level k reads only rows written at levels < k
-            left = Field.unchecked(buffer.index_select(0, level.left), rest, x.ring)
-            right = Field.unchecked(buffer.index_select(0, level.right), rest, x.ring)
-            parent = combine(left, right, ops.index_select(0, level.out))
-            if parent.axes != rest or parent.tensor.shape != left.tensor.shape:
-                raise StructureError(
-                    f"DAG.fold: combine must return values like its inputs, {rest} {tuple(left.tensor.shape)}, "
-                    f"got {parent.axes} {tuple(parent.tensor.shape)}"
-                )
-            # in place: index_select saves only its index for backward, so earlier reads stay valid
-            buffer.index_copy_(0, level.out, parent.tensor.to(buffer.dtype))
+        levels = ((level.left, level.right, level.out, level.out) for level in s.levels)  # k reads levels < k
+        fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "DAG.fold")
         return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
 
     def last(self, x: Field[DAG, *A]) -> Field[*A]:

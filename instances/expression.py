@@ -31,6 +31,7 @@ from applicative import Field, StructureError
 from applicative.tensors import summary
 
 from ._expression_schedule import Schedule, schedule
+from ._levels import fold_levels
 from ._tree_partition import MAX_DEPTH
 from .tree import NodeAlgebra, Tree
 
@@ -144,18 +145,8 @@ class Expressions:
         inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
         leaves = x.tensor.reshape(s.rows * s.leaves, *inner)
         buffer = torch.cat([leaves, leaves.new_zeros(s.rows * (s.leaves - 1), *inner)])
-        ops = self.ops.reshape(-1)
-        for level in s.levels:  # deepest first: a node's children are done one step before it
-            left = Field.unchecked(buffer.index_select(0, level.left), rest, x.ring)
-            right = Field.unchecked(buffer.index_select(0, level.right), rest, x.ring)
-            parent = combine(left, right, ops.index_select(0, level.node))
-            if parent.axes != rest or parent.tensor.shape != left.tensor.shape:
-                raise StructureError(
-                    f"Expressions.fold: combine must return values like its inputs, {rest} {tuple(left.tensor.shape)}, "
-                    f"got {parent.axes} {tuple(parent.tensor.shape)}"
-                )
-            # in place: the reads above keep their own copies, and neither op saves the buffer for backward
-            buffer.index_copy_(0, level.out, parent.tensor.to(buffer.dtype))
+        levels = ((level.left, level.right, level.node, level.out) for level in s.levels)  # deepest first
+        fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "Expressions.fold")
         root = buffer.index_select(0, s.root)
         return Field.unchecked(root.reshape(*self.tree.batch_shape, *inner), rest, x.ring)
 

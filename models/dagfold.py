@@ -11,15 +11,12 @@ would recompute it once per path (``2^k`` times after ``k`` levels of sharing), 
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar, cast
+from typing import TypeVar, cast
 
-import torch
-from torch import nn
-
-from applicative import Field, LayerNorm, Linear, Structure, StructureError
+from applicative import Field, Structure
 from instances import DAG
 
-from .treefold import Cell, NodeCell
+from .treefold import Fold
 
 X = TypeVar("X", bound=Structure)
 D = TypeVar("D", bound=Structure)
@@ -27,45 +24,15 @@ D = TypeVar("D", bound=Structure)
 __all__ = ["DAGFold"]
 
 
-class DAGFold(nn.Module, Generic[X, D]):
-    """A DAG network: embed the sources' features ``X`` on ``D``, fold each DAG with a :class:`NodeCell`.
-
-    Args:
-        inp: the nodes' feature structure ``X`` (read at the sources).
-        state: the state structure ``D``.
-        hidden: the cell's hidden structure.
-        operations: the number of node operation codes.
-        cell: ``"mlp"`` or ``"gated"`` (see :class:`NodeCell`).
-    """
-
-    def __init__(
-        self,
-        inp: X,
-        state: D,
-        hidden: Structure,
-        operations: int,
-        cell: Cell = "mlp",
-        *,
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | None = None,
-    ) -> None:
-        super().__init__()
-        self.inp, self.state = inp, state
-        self.embed: Linear[X, D] = Linear(inp, state, dtype=dtype, device=device)
-        self.leaf_norm: LayerNorm[D] = LayerNorm(state, dtype=dtype, device=device)
-        self.cell: NodeCell[D] = NodeCell(state, hidden, operations, cell, dtype=dtype, device=device)
+class DAGFold(Fold[X, D]):
+    """A DAG network: embed the sources' features ``X`` on ``D``, fold each DAG with a :class:`~models.NodeCell`."""
 
     def forward(self, dag: DAG, nodes: Field[DAG, X]) -> Field[DAG, D]:
         """Every node's state ``(*batch, N, D)`` of a batch of DAGs with features ``DAG x X`` (read at sources).
 
         ``dag.last(...)`` of the result is each DAG's output node.
         """
-        if dag.operations > self.cell.operations:
-            raise StructureError(
-                f"DAGFold: the DAGs use {dag.operations} operation codes, the cell was built for {self.cell.operations}"
-            )
-        h = self.leaf_norm(self.embed(nodes))
-        return dag.fold(h, self.cell)
+        return dag.fold(self.leaves(nodes, dag.operations, "DAGs"), self.cell)
 
     def __call__(self, dag: DAG, nodes: Field[DAG, X]) -> Field[DAG, D]:
         return cast("Field[DAG, D]", super().__call__(dag, nodes))

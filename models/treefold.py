@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Generic, Literal, TypeVar, cast
+from typing import Generic, Literal, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -38,10 +38,11 @@ from instances import Expressions, Tree
 
 X = TypeVar("X", bound=Structure)
 D = TypeVar("D", bound=Structure)
+A = TypeVarTuple("A")
 
 Cell = Literal["mlp", "gated"]
 
-__all__ = ["NodeCell", "TreeFold"]
+__all__ = ["Fold", "NodeCell", "TreeFold"]
 
 
 class NodeCell(nn.Module, Generic[D]):
@@ -107,15 +108,17 @@ class NodeCell(nn.Module, Generic[D]):
         return cast("Field[D]", super().__call__(left, right, op))
 
 
-class TreeFold(nn.Module, Generic[X, D]):
-    """A bottom-up tree network: embed the leaves' features ``X`` on ``D``, fold each tree with a :class:`NodeCell`.
+class Fold(nn.Module, Generic[X, D]):
+    """What every learned fold shares: the leaves' features ``X`` embedded on ``D`` and normalised, and one
+    :class:`NodeCell` applied at every operation node (subclassed by :class:`TreeFold` and
+    :class:`models.DAGFold`, which say what they fold).
 
     Args:
-        inp: the leaves' feature structure ``X``.
+        inp: the leaves' (or sources') feature structure ``X``.
         state: the state structure ``D``.
         hidden: the cell's hidden structure.
         operations: the number of node operation codes.
-        cell: ``"mlp"`` or ``"gated"``.
+        cell: ``"mlp"`` or ``"gated"`` (see :class:`NodeCell`).
     """
 
     def __init__(
@@ -135,15 +138,22 @@ class TreeFold(nn.Module, Generic[X, D]):
         self.leaf_norm: LayerNorm[D] = LayerNorm(state, dtype=dtype, device=device)
         self.cell: NodeCell[D] = NodeCell(state, hidden, operations, cell, dtype=dtype, device=device)
 
-    def forward(self, expressions: Expressions, leaves: Field[Tree, X]) -> Field[D]:
-        """The roots' states ``(*batch, D)`` of a batch of expression trees with leaf features ``Tree x X``."""
-        if expressions.operations > self.cell.operations:
+    def leaves(self, x: Field[*A, X], operations: int, what: str) -> Field[*A, D]:
+        """``norm_leaf(E x)``, after checking that the ``operations`` codes of ``what`` fit the cell."""
+        if operations > self.cell.operations:
             raise StructureError(
-                f"TreeFold: the expressions use {expressions.operations} operation codes, "
+                f"{type(self).__name__}: the {what} use {operations} operation codes, "
                 f"the cell was built for {self.cell.operations}"
             )
-        h = self.leaf_norm(self.embed(leaves))
-        return expressions.fold(h, self.cell)
+        return self.leaf_norm(self.embed(x))
+
+
+class TreeFold(Fold[X, D]):
+    """A bottom-up tree network: embed the leaves' features ``X`` on ``D``, fold each tree with a :class:`NodeCell`."""
+
+    def forward(self, expressions: Expressions, leaves: Field[Tree, X]) -> Field[D]:
+        """The roots' states ``(*batch, D)`` of a batch of expression trees with leaf features ``Tree x X``."""
+        return expressions.fold(self.leaves(leaves, expressions.operations, "expressions"), self.cell)
 
     def __call__(self, expressions: Expressions, leaves: Field[Tree, X]) -> Field[D]:
         return cast("Field[D]", super().__call__(expressions, leaves))

@@ -44,12 +44,13 @@ from hypothesis import strategies as st
 
 import training
 from applicative import StructureError
-from examples import lm, poisson
-from examples.poisson import train
 from instances import Distribution
+from operators.poisson import sources
 from training import CheckpointError, load_checkpoint
-from training.tasks.poisson import data
+from training.tasks import lm, poisson
+from training.tasks.poisson import data, train
 from training.tasks.poisson.config import PRESETS
+from training.tasks.poisson.model import CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = "run"  # every case's --out, relative to its temporary working directory
@@ -456,7 +457,7 @@ def test_the_largest_absurd_checkpoint_costs_nothing(tmp_path: Path) -> None:
 TINY = PRESETS["tiny"].replace(steps=2, checkpoint_every=1)
 
 
-class Finished(tuple[Path, data.Splits, dict[str, Any]]):
+class Finished(tuple[Path, sources.Splits, dict[str, Any]]):
     """A tiny finished Poisson run: its directory, its data and its checkpoint's contents."""
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
@@ -468,7 +469,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Finished:
     out = tmp_path_factory.mktemp("finished")
     splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
     train.train(TINY, splits, out, progress=False)
-    return Finished((out, splits, load_checkpoint(out / train.CHECKPOINT)))
+    return Finished((out, splits, load_checkpoint(out / CHECKPOINT)))
 
 
 def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -562,7 +563,7 @@ def test_a_damaged_checkpoint_is_one_clear_error(
     damaged = copy.deepcopy(blob)
     what = _damage(damaged, kind, pick, value, where)
     run = tmp_path_factory.mktemp("damaged")
-    path = run / train.CHECKPOINT
+    path = run / CHECKPOINT
     torch.save(damaged, path)
     with pytest.raises(CheckpointError) as resumed:
         train.train(TINY, splits, run, progress=False)
@@ -609,11 +610,11 @@ def test_a_full_disk_says_which_checkpoint_is_kept(
     monkeypatch.setattr(torch, "save", full)  # as the checkpoint writer sees it
     with pytest.raises(CheckpointError) as info:
         train.train(cfg, splits, tmp_path, progress=False)
-    assert str(info.value).startswith(f"cannot write {tmp_path / train.CHECKPOINT} (No space left on device)")
-    assert f"the last good checkpoint (step 2) is kept in {tmp_path / train.CHECKPOINT}" in str(info.value)
+    assert str(info.value).startswith(f"cannot write {tmp_path / CHECKPOINT} (No space left on device)")
+    assert f"the last good checkpoint (step 2) is kept in {tmp_path / CHECKPOINT}" in str(info.value)
     monkeypatch.undo()
-    assert load_checkpoint(tmp_path / train.CHECKPOINT)["step"] == 2  # intact
-    assert sorted(p.name for p in tmp_path.iterdir()) == [train.CHECKPOINT]  # no temporary left behind
+    assert load_checkpoint(tmp_path / CHECKPOINT)["step"] == 2  # intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == [CHECKPOINT]  # no temporary left behind
 
 
 def test_two_runs_filling_one_new_cache_do_not_race(tmp_path: Path) -> None:

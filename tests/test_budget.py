@@ -228,11 +228,11 @@ def _configs() -> list[type[Checked]]:
         "training.tasks.lm.config",
         "training.tasks.tree_listops.config",
         "training.tasks.operator.config",
-        "examples.uncertainty.config",
-        "examples.cross_modal.config",
-        "examples.observer",
-        "examples.circuits.__main__",
-        "examples.graph_hops",
+        "training.tasks.uncertainty.config",
+        "training.tasks.cross_modal.config",
+        "training.tasks.observer.config",
+        "training.tasks.circuits.config",
+        "training.tasks.graph_hops.config",
     ):
         importlib.import_module(module)
     found: list[type[Checked]] = []

@@ -11,9 +11,9 @@ import torch
 
 from applicative import Field
 from examples.circuits.__main__ import experiment, main
-from examples.circuits.data import EXACT, OPS, dag_batch, generate, tree_batch, tree_size
 from instances import by_op
 from training import UserError
+from training.tasks.circuits.data import EXACT, OPS, dag_batch, generate, tree_batch, tree_size
 
 
 @pytest.fixture(autouse=True)

@@ -17,11 +17,11 @@ import torch
 from torch import Tensor, fx, nn
 
 from applicative import Field
-from examples.darcy.train import objective
 from instances import Chebyshev, Vector
 from models import Funcformer, FuncformerConfig
 from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import DarcyModel
+from training.tasks.darcy.train import objective
 
 META = torch.device("meta")
 

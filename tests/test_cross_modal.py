@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from applicative import Field, ScaledSoftmax, StructureError, attention
-from examples.cross_modal import baselines, data, train
 from examples.cross_modal.__main__ import main
-from examples.cross_modal.config import PRESETS, TaskKind
-from examples.cross_modal.model import GridModel, PointsModel
 from instances import Chebyshev, Padded, Vector
 from models.crossmodal import CrossModal
+from training.tasks.cross_modal import baselines, data, train
+from training.tasks.cross_modal.config import PRESETS, TaskKind
+from training.tasks.cross_modal.model import GridModel, PointsModel
 
 TINY = PRESETS["tiny"]
 

@@ -173,9 +173,9 @@ def test_a_program_trains_on_cuda(program: str, argv: list[str], tmp_path: Any) 
 def test_the_compiled_darcy_model_on_cuda(sequence: str) -> None:
     """``torch.compile`` (Inductor) on CUDA: the loss and its gradients equal the eager model's (both windows on
     for the 1D Funcformers)."""
-    from examples.darcy.train import objective
     from training.tasks.darcy.config import PRESETS
     from training.tasks.darcy.model import DarcyModel
+    from training.tasks.darcy.train import objective
 
     cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
     one_d = sequence != "xy"

@@ -17,14 +17,14 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
-from examples.darcy import load
 from examples.darcy.__main__ import main
-from examples.darcy.train import train
 from instances.chebyshev import evaluate_2d, points
-from training.tasks.darcy import data
+from operators.darcy import data
+from operators.darcy.solver import DarcySolver
+from training.tasks.darcy import load
 from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import bubble_matrix, input_coefficients
-from training.tasks.darcy.solver import DarcySolver
+from training.tasks.darcy.train import train
 
 
 @pytest.fixture(autouse=True)

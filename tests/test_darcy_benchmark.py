@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from examples.darcy.train import objective
-from training.tasks.darcy import data
+from operators.darcy import data
 from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import DarcyModel
+from training.tasks.darcy.train import objective
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,15 +19,15 @@ import torch
 import torch.nn.functional as nnf
 
 from applicative import REAL, Field, Vector
-from examples.darcy.train import objective, relative_sq, train
 from instances.chebyshev import points
 from models.transformer import EncoderLayer
+from operators.darcy import data
+from operators.darcy.grid import Uniform, fourier, grid, trapezoid_weights
+from operators.darcy.solver import DarcySolver
 from training import ConfigError
-from training.tasks.darcy import data
 from training.tasks.darcy.config import PRESETS, Config
-from training.tasks.darcy.grid import Uniform, fourier, grid, trapezoid_weights
 from training.tasks.darcy.model import DarcyModel, GridReader, bubble_matrix, centred, grid_matrix, roughness
-from training.tasks.darcy.solver import DarcySolver
+from training.tasks.darcy.train import objective, relative_sq, train
 
 
 @pytest.fixture(autouse=True)

@@ -115,8 +115,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _poisson_run(where: Path) -> None:
     """A tiny Poisson run in ``where`` (two steps: the snippets need a trained model, not a good one)."""
-    from examples.poisson import train
-    from training.tasks.poisson import PRESETS, data
+    from training.tasks.poisson import PRESETS, data, train
 
     cfg = PRESETS["tiny"]
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
@@ -159,6 +158,7 @@ def test_a_block_cannot_import_examples_unless_marked() -> None:
 
 GUIDE_LINES = 300
 CELL_CHARS = 300
+CONFIG_COMMENT_LINES = 3
 
 
 def test_every_guide_is_short() -> None:
@@ -168,6 +168,18 @@ def test_every_guide_is_short() -> None:
         if (n := len(p.read_text().splitlines())) > GUIDE_LINES
     }
     assert not long, f"guides over {GUIDE_LINES} lines (move the history to docs/notes/): {long}"
+
+
+def test_no_config_comment_is_long() -> None:
+    """A config's comments say what a field does and one line of why; the experiments are lab notes."""
+    long = []
+    for path in sorted((ROOT / "training" / "tasks").glob("*/config.py")):
+        run = 0
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            run = run + 1 if line.strip().startswith("#") else 0
+            if run == CONFIG_COMMENT_LINES + 1:
+                long.append(f"{path.relative_to(ROOT)}:{number - CONFIG_COMMENT_LINES}")
+    assert not long, f"comments over {CONFIG_COMMENT_LINES} lines (history belongs in docs/notes/): {long}"
 
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "docs" / "results.md"], ids=lambda p: p.name)

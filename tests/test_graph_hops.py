@@ -12,8 +12,9 @@ import torch
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from examples.graph_hops import batch, experiment, main, sample
+from examples.graph_hops import experiment, main
 from training import UserError
+from training.tasks.graph_hops.data import batch, sample
 
 
 def test_labels_are_a_marked_node_within_two_hops() -> None:

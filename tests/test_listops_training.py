@@ -18,15 +18,14 @@ from typing import Any
 import pytest
 import torch
 
-from examples import tree_listops
-from examples.tree_listops import train
 from examples.tree_listops.__main__ import main
-from training import CheckpointError, Interrupted, RunDir
+from training import CheckpointError, Interrupted, RunDir, Trained
 from training.config import CONVENTIONS
 from training.loop import Progress
-from training.tasks.tree_listops import data
+from training.tasks import tree_listops
+from training.tasks.tree_listops import data, train
 from training.tasks.tree_listops.config import PRESETS
-from training.tasks.tree_listops.model import SPEC, ListOpsModel, sinusoid
+from training.tasks.tree_listops.model import CHECKPOINT, SPEC, ListOpsModel, sinusoid
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one
@@ -65,7 +64,7 @@ def test_sigterm_checkpoints_and_resume_is_bit_identical(kind: Any, tmp_path: Pa
 
     with pytest.raises(Interrupted, match="SIGTERM at step 9"):
         train.train(cfg, kind, splits, tmp_path / "b", progress=False, on_step=term)
-    assert torch.load(tmp_path / "b" / train.CHECKPOINT, weights_only=True)["step"] == 9
+    assert torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)["step"] == 9
     resumed = train.train(cfg, kind, splits, tmp_path / "b", progress=False)
     assert resumed.resumed_from == 9 and resumed.step == cfg.steps
     _same_parameters(straight.model, resumed.model)
@@ -80,7 +79,7 @@ def test_command_line_sigterm_exits_143_and_the_rerun_resumes(
     assert main([*ARGS, "--models", "tree-sum", "--out", str(tmp_path / "a")]) == 0
     real = train.train
 
-    def stopped(*args: Any, **kwargs: Any) -> train.Trained:
+    def stopped(*args: Any, **kwargs: Any) -> Trained:
         def term(run: Progress) -> None:
             if run.step == 6:
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -165,7 +164,7 @@ def test_a_changed_config_is_refused_before_any_work(
     monkeypatch.setattr(data, "splits", lambda *a, **k: pytest.fail("data generated before the resume was checked"))
     code, err = _cli(capsys, "--models", "vector", "--out", str(out), "--lr", "0.5", "--config", "width=32")
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert str(out / "vector" / train.CHECKPOINT) in err and "lr: 0.001 -> 0.5; width: 16 -> 32" in err
+    assert str(out / "vector" / CHECKPOINT) in err and "lr: 0.001 -> 0.5; width: 16 -> 32" in err
 
 
 def test_a_finished_run_is_extended_by_more_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,11 +209,11 @@ def test_load_gives_the_trained_model(tmp_path: Path) -> None:
 
 
 def test_load_refuses_a_foreign_checkpoint(tmp_path: Path) -> None:
-    torch.save({"config": {"steps": 1}, "task": {}}, tmp_path / train.CHECKPOINT)
+    torch.save({"config": {"steps": 1}, "task": {}}, tmp_path / CHECKPOINT)
     with pytest.raises(CheckpointError, match="does not record what it holds"):
         tree_listops.load(tmp_path)
     meta = SPEC.meta()
-    torch.save({"meta": meta, "config": {"steps": 1}, "task": {}}, tmp_path / train.CHECKPOINT)
+    torch.save({"meta": meta, "config": {"steps": 1}, "task": {}}, tmp_path / CHECKPOINT)
     with pytest.raises(CheckpointError, match=r"not a checkpoint of a ListOps model \(its config field model is None"):
         tree_listops.load(tmp_path)
 
@@ -254,7 +253,7 @@ def test_a_signal_to_the_process_checkpoints_and_exits_128_plus_it(signum: int, 
     argv += ["--models", "tree-sum", "--out", str(out), "--config", "checkpoint_every=50"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not (out / "tree-sum" / train.CHECKPOINT).exists():  # training is under way (the handlers are set)
+    while not (out / "tree-sum" / CHECKPOINT).exists():  # training is under way (the handlers are set)
         assert proc.poll() is None and time.monotonic() < deadline, "the job did not start training"
         time.sleep(0.05)
     proc.send_signal(signum)
@@ -262,5 +261,5 @@ def test_a_signal_to_the_process_checkpoints_and_exits_128_plus_it(signum: int, 
     assert proc.returncode == 128 + signum, err
     name = signal.Signals(signum).name
     assert f"{name} at step" in err and "Traceback" not in err
-    step = torch.load(out / "tree-sum" / train.CHECKPOINT, weights_only=True)["step"]
+    step = torch.load(out / "tree-sum" / CHECKPOINT, weights_only=True)["step"]
     assert f"{name} at step {step};" in err and 50 <= step < 100000

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from examples import lm
 from examples.lm.__main__ import main
+from training.tasks import lm
 from training.tasks.lm import data
 from training.tasks.lm.config import PRESETS
 from training.tasks.lm.model import CharLM

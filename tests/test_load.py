@@ -31,26 +31,27 @@ def _one_thread() -> Iterator[None]:
 
 
 def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.poisson import train
+    from training.tasks.poisson import data, train
 
     cfg = poisson.PRESETS["tiny"]
-    splits = poisson.data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes)
     model = train.train(cfg, splits, out, progress=False, stop_after=2).model
     return model, lambda m: m(splits.test.f[:4])
 
 
 def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.darcy import train
+    from operators.darcy import data
+    from training.tasks.darcy import train
 
     cfg = darcy.PRESETS["tiny"]
-    splits = darcy.data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
+    splits = data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
     trained, _ = train.train(cfg, splits, out, progress=False, stop_after=2)
     x = darcy.model.input_coefficients(splits.test, cfg.modes).float()[:4]
     return trained.model, lambda m: m(x)
 
 
 def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.lm import train
+    from training.tasks.lm import train
 
     cfg = lm.PRESETS["tiny"]
     corpus = lm.data.corpus(cfg.limit or None)
@@ -59,7 +60,7 @@ def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
 
 
 def _listops(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
-    from examples.tree_listops import train
+    from training.tasks.tree_listops import train
 
     cfg = tree_listops.PRESETS["tiny"]
     splits = tree_listops.data.splits(cfg.train, cfg.test, cfg.seed)

@@ -13,10 +13,10 @@ import torch
 
 import training
 from examples.operator.__main__ import main
+from operators.darcy import data as darcy_data
 from operators.dataset import samples
 from operators.layout import Axis
 from tests.operator_cases import Case, antiderivative, periodic_inverse, poisson
-from training.tasks.darcy import data as darcy_data
 from training.tasks.darcy.config import PRESETS as DARCY
 from training.tasks.darcy.model import DarcyModel, centred
 from training.tasks.operator import PRESETS, Config, InputError, OperatorModel, predict, train

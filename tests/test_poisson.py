@@ -23,14 +23,16 @@ import scipy.sparse
 import scipy.sparse.linalg
 import torch
 
-from examples.poisson import plot, train
 from examples.poisson.__main__ import main
+from instances.chebyshev import metric
+from operators.poisson import families, norms, sources
+from operators.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
 from training import ConfigError
 from training.config import CONVENTIONS
 from training.loop import Progress
-from training.tasks.poisson import data, families
+from training.tasks.poisson import data, plot, train
 from training.tasks.poisson.config import PRESETS
-from training.tasks.poisson.solver import PoissonSolver, cheb_differentiation, lobatto_points
+from training.tasks.poisson.model import CHECKPOINT
 
 
 def _grid(s: PoissonSolver) -> tuple[torch.Tensor, torch.Tensor]:
@@ -87,7 +89,7 @@ def _finite_difference(fc: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_finite_differences_converge_to_spectral_solution() -> None:
-    fc = data.random_sources(data.IN_DISTRIBUTION, 1, seed=5)[0]
+    fc = sources.random_sources(sources.IN_DISTRIBUTION, 1, seed=5)[0]
     g = PoissonSolver(48).solve(fc).numpy()
     errs = []
     for m in (16, 32, 64):
@@ -98,7 +100,7 @@ def test_finite_differences_converge_to_spectral_solution() -> None:
 
 
 def test_solution_satisfies_equation_and_boundary() -> None:
-    fc = data.random_sources(data.OUT_OF_DISTRIBUTION, 2, seed=1)
+    fc = sources.random_sources(sources.OUT_OF_DISTRIBUTION, 2, seed=1)
     g = PoissonSolver(64).solve(fc).numpy()
     t = np.linspace(-1, 1, 9)
     for i in range(2):
@@ -113,7 +115,7 @@ def test_solution_satisfies_equation_and_boundary() -> None:
 
 def test_gram_and_norm_against_numpy_quadrature() -> None:
     n = 9
-    w = data.gram(n).numpy()
+    w = metric(n).numpy()
     for k in range(n):
         for l in range(n):
             assert w[k, l] == pytest.approx(
@@ -131,17 +133,17 @@ def test_gram_and_norm_against_numpy_quadrature() -> None:
         np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, diff) ** 2)
         / np.einsum("i,j,ij->", wg, wg, C.chebgrid2d(xg, xg, b) ** 2)
     )
-    got = data.relative_l2(torch.tensor(a)[None], torch.tensor(b)[None])[0]
+    got = norms.relative_l2(torch.tensor(a)[None], torch.tensor(b)[None])[0]
     assert float(got) == pytest.approx(want, rel=1e-12)
 
 
 def test_sources_seeded_masked_normalised() -> None:
-    spec = data.IN_DISTRIBUTION
-    a, b = data.random_sources(spec, 4, seed=7), data.random_sources(spec, 4, seed=7)
-    assert torch.equal(a, b) and not torch.equal(a, data.random_sources(spec, 4, seed=8))
+    spec = sources.IN_DISTRIBUTION
+    a, b = sources.random_sources(spec, 4, seed=7), sources.random_sources(spec, 4, seed=7)
+    assert torch.equal(a, b) and not torch.equal(a, sources.random_sources(spec, 4, seed=8))
     assert torch.all(a[:, spec.active :, :] == 0) and torch.all(a[:, :, spec.active :] == 0)
-    assert torch.allclose(data.l2_norm_sq(a), torch.ones(4, dtype=torch.float64))
-    ood = data.random_sources(data.OUT_OF_DISTRIBUTION, 4, seed=7)
+    assert torch.allclose(norms.l2_norm_sq(a), torch.ones(4, dtype=torch.float64))
+    ood = sources.random_sources(sources.OUT_OF_DISTRIBUTION, 4, seed=7)
     assert torch.any(ood[:, -1, :] != 0)  # OOD uses the highest modes too
 
 
@@ -175,7 +177,7 @@ def test_divergence_stops_with_a_clear_error(tmp_path, monkeypatch) -> None:  # 
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     with pytest.raises(FloatingPointError, match="diverged at step"):
         train.train(cfg, splits, tmp_path, progress=False)
-    kept = torch.load(tmp_path / train.CHECKPOINT, weights_only=True)
+    kept = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert all(bool(torch.isfinite(p).all()) for p in kept["task"]["model"].values())
 
 
@@ -189,22 +191,22 @@ def test_clipping_bounds_the_step() -> None:
 
 
 def test_solutions_are_the_solvers_cut_to_out_modes() -> None:
-    f = data.training_law("mixed", 6, torch.Generator().manual_seed(1), 8)
-    exact = data.pad(PoissonSolver(data.DEGREE).solve(f), 12)
-    assert torch.allclose(data.solutions(f, 12), exact, rtol=0, atol=1e-13 * float(exact.abs().max()))
+    f = sources.training_law("mixed", 6, torch.Generator().manual_seed(1), 8)
+    exact = norms.pad(PoissonSolver(sources.DEGREE).solve(f), 12)
+    assert torch.allclose(sources.solutions(f, 12), exact, rtol=0, atol=1e-13 * float(exact.abs().max()))
     with pytest.raises(ValueError, match="expected sources"):
-        data.solutions(f[0], 12)
+        sources.solutions(f[0], 12)
 
 
 def test_training_law_is_the_splits_law() -> None:
     """The online draws come from the law the held-out set is drawn from (mixed: families.training_sources)."""
     g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
-    assert torch.equal(data.training_law("mixed", 9, g(), 16), families.training_sources(9, g(), 16))
-    decaying = data.training_law("decaying", 50, g(), 16)
+    assert torch.equal(sources.training_law("mixed", 9, g(), 16), families.training_sources(9, g(), 16))
+    decaying = sources.training_law("decaying", 50, g(), 16)
     assert torch.all(decaying[:, 12:, :] == 0) and torch.all(decaying[:, :, 12:] == 0)
-    assert torch.allclose(data.l2_norm_sq(decaying), torch.ones(50, dtype=torch.float64))
+    assert torch.allclose(norms.l2_norm_sq(decaying), torch.ones(50, dtype=torch.float64))
     with pytest.raises(ValueError, match="sources must be"):
-        data.training_law("flat", 1, g(), 16)
+        sources.training_law("flat", 1, g(), 16)
 
 
 def test_online_batches_are_fresh_exact_and_resumable() -> None:
@@ -220,7 +222,7 @@ def test_online_batches_are_fresh_exact_and_resumable() -> None:
     assert not torch.equal(first[0], second[0]) and not torch.equal(second[0], third[0])
     trained = splits.train.f.to(first[0].dtype)
     assert not any(torch.equal(row, t) for row in second[0] for t in trained)  # not the fixed training pairs
-    exact = data.pad(PoissonSolver(data.DEGREE).solve(second[0].double()), out)
+    exact = norms.pad(PoissonSolver(sources.DEGREE).solve(second[0].double()), out)
     assert torch.allclose(second[1].double(), exact, atol=1e-6 * float(exact.abs().max()))
     again = train.build(cfg, splits, torch.device("cpu"))
     again.sampler.set_state(state)  # as a resumed run restores it from the checkpoint
@@ -243,7 +245,7 @@ def test_resume_after_ctrl_c_gives_identical_parameters(tmp_path, online) -> Non
 
     with pytest.raises(KeyboardInterrupt):
         train.train(cfg, splits, tmp_path / "b", progress=False, on_step=ctrl_c)
-    half = torch.load(tmp_path / "b" / train.CHECKPOINT, weights_only=True)
+    half = torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)
     assert half["step"] == cfg.steps // 2
     resumed = train.train(cfg, splits, tmp_path / "b", progress=False)
     assert resumed.step == cfg.steps

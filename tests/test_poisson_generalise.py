@@ -13,13 +13,14 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
-from examples.poisson import generalise, train
+from examples.poisson import generalise as program
 from instances import Vector
 from models.funcformer import SeparableLinear, odd_part, unit_scaled
-from training.tasks.poisson import data, families
+from operators.poisson import families, norms
+from operators.poisson.solver import PoissonSolver, lobatto_points
+from training.tasks.poisson import data, generalise, train
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.model import PoissonModel
-from training.tasks.poisson.solver import PoissonSolver, lobatto_points
 
 TINY = PRESETS["tiny"].replace(dtype="float64")
 
@@ -63,7 +64,7 @@ def test_without_the_transformer_the_model_is_exactly_linear() -> None:
 
 def test_the_homogeneous_wrapper_is_the_norm_times_the_operator_on_the_unit_sphere() -> None:
     u = torch.randn(3, 4, 4, dtype=torch.float64)
-    norm = data.l2_norm_sq(u).sqrt()
+    norm = norms.l2_norm_sq(u).sqrt()
     got = unit_scaled(torch.tanh, u, norm)
     want = torch.stack([torch.tanh(u[i] / norm[i]) * norm[i] for i in range(3)])
     torch.testing.assert_close(got, want, rtol=1e-14, atol=0)
@@ -135,7 +136,7 @@ def test_families_are_what_they_say() -> None:
         power = f.square().mean(0).mean(1).numpy()
         fit = np.polyfit(np.log(k + 1), np.log(power), 1)[0]
         assert fit == pytest.approx(slope, abs=0.25), (slope, fit)
-    amp = data.l2_norm_sq(families.draw("amplitudes", 200, 7)).sqrt()
+    amp = norms.l2_norm_sq(families.draw("amplitudes", 200, 7)).sqrt()
     assert amp.min() < 0.05 and amp.max() > 20 and amp.min() >= 1e-2 * 0.999 and amp.max() <= 1e2 * 1.001
     assert families.truncation_of_sines(50, 16) < 2e-4
     with pytest.raises(ValueError, match="unknown source family 'nope'"):
@@ -173,7 +174,7 @@ def test_training_law_excites_every_mode_and_is_seeded() -> None:
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     f = families.training_sources(300, g1, 16)
     assert torch.equal(f, families.training_sources(300, g2, 16))
-    torch.testing.assert_close(data.l2_norm_sq(f), torch.ones(300, dtype=torch.float64))
+    torch.testing.assert_close(norms.l2_norm_sq(f), torch.ones(300, dtype=torch.float64))
     top = f[:, 12:, 12:].abs().amax((-2, -1))
     assert (top == 0).sum() == 100  # the decaying third never uses modes >= 12; the others always do
     assert (top > 1e-3).sum() > 120
@@ -187,13 +188,13 @@ def test_short_training_of_the_linear_path_generalises(tmp_path) -> None:  # typ
     after = generalise.table(model, 16)
     for name in ("decaying", "flat", "sines", "polynomials", "amplitudes"):
         assert after[name]["mean"] < 0.1 * before[name]["mean"], (name, before[name], after[name])
-    assert generalise.main(["--out", str(tmp_path), "--count", "4"]) == 0
+    assert program.main(["--out", str(tmp_path), "--count", "4"]) == 0
 
 
 def test_generalise_command_line_errors(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert generalise.main(["--out", str(tmp_path / "none")]) == 2
+    assert program.main(["--out", str(tmp_path / "none")]) == 2
     assert "no checkpoint there" in capsys.readouterr().err
-    assert generalise.main(["--out", str(tmp_path), "--count", "0"]) == 2
+    assert program.main(["--out", str(tmp_path), "--count", "0"]) == 2
 
 
 def test_the_funcformer_alone_reads_and_writes_its_domain_modes() -> None:

@@ -24,7 +24,8 @@ from torch import Tensor, nn
 
 from training import UserError, default_threads, denormals_flushed, fit, flush_denormals, options
 from training import threads as threads_module
-from training.loop import Lines, Optimised, progress_bar
+from training.loop import Optimised
+from training.progress import Lines, progress_bar
 from training.threads import MOST, SMALL, use_threads
 
 PROGRAMS = [
@@ -101,7 +102,7 @@ def test_shared_option_errors_are_one_line() -> None:
         (["--preset", "nope"], "argument --preset"),
     ]:
         p = options.program("prog", "d", PRESETS)
-        from training.tasks.darcy import data
+        from operators.darcy import data
 
         p.add_argument("--family", choices=data.FAMILIES, default=None)
         with pytest.raises(UserError) as caught:
@@ -126,7 +127,8 @@ def test_a_misspelt_option_is_answered_with_the_closest_one() -> None:
 
 
 def test_a_programs_own_option_of_a_fields_name_sets_the_field() -> None:
-    from training.tasks.darcy import PRESETS, data
+    from operators.darcy import data
+    from training.tasks.darcy import PRESETS
 
     p = options.program("prog", "d", PRESETS)
     p.add_argument("--family", choices=data.FAMILIES, default=None)
@@ -145,7 +147,7 @@ def test_a_bad_device_is_one_line_before_any_work(name: str) -> None:
 
 
 def test_a_cpu_only_program_refuses_cuda_in_one_line() -> None:
-    from examples.uncertainty.config import PRESETS
+    from training.tasks.uncertainty.config import PRESETS
 
     p = options.program("prog", "d", PRESETS, cuda=False)
     with pytest.raises(UserError, match="argument --device: invalid choice: 'cuda'"):

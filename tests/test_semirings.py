@@ -26,7 +26,6 @@ from torch import Tensor
 
 from applicative import Field, Structure, StructureError, counit, mul_mm
 from applicative.laws import LAWS, Arbitrary, Case, Elements, Law, VectorArbitrary, check_laws
-from examples.semirings import HMM, forward, forward_by_products, random_hmm, sample, shortest_paths
 from instances import (
     COMPLEX,
     LOG,
@@ -37,6 +36,7 @@ from instances import (
     QuantumArbitrary,
     Vector,
 )
+from training.tasks.semirings import HMM, forward, forward_by_products, random_hmm, sample, shortest_paths
 
 T = TypeVar("T")
 RING_LAWS = [law for law in LAWS if law.area == "Ring"]

@@ -20,16 +20,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from examples import poisson
-from examples.poisson import train
 from examples.poisson.__main__ import main
+from operators.poisson.solver import PoissonSolver
 from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint
 from training.config import CONVENTIONS
 from training.loop import Progress
-from training.tasks.poisson import data
+from training.tasks import poisson
+from training.tasks.poisson import data, train
 from training.tasks.poisson.config import PRESETS
-from training.tasks.poisson.model import PoissonModel
-from training.tasks.poisson.solver import PoissonSolver
+from training.tasks.poisson.model import CHECKPOINT, PoissonModel
 
 TINY = PRESETS["tiny"]
 ARGS = ["--preset", "tiny", "--no-progress", "--device", "cpu"]  # the default is cuda where there is one
@@ -56,10 +55,10 @@ def test_hostile_checkpoint_runs_nothing(tmp_path: Path, capsys: pytest.CaptureF
     marker = tmp_path / "pwned"
     out = tmp_path / "run"
     out.mkdir()
-    torch.save({"config": {}, "step": 0, "task": _Payload(str(marker))}, out / train.CHECKPOINT)
+    torch.save({"config": {}, "step": 0, "task": _Payload(str(marker))}, out / CHECKPOINT)
     code, err = _cli(capsys, "--out", str(out))
     assert code == 2
-    assert "refused to load" in err and str(out / train.CHECKPOINT) in err
+    assert "refused to load" in err and str(out / CHECKPOINT) in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not marker.exists()  # the payload never ran
 
@@ -263,7 +262,7 @@ def _torchrun(out: Path, steps: int) -> None:
 
 
 def _weights(out: Path) -> dict[str, torch.Tensor]:
-    return load_checkpoint(out / train.CHECKPOINT)["task"]["model"]  # type: ignore[no-any-return]
+    return load_checkpoint(out / CHECKPOINT)["task"]["model"]  # type: ignore[no-any-return]
 
 
 def test_two_processes_take_the_steps_of_one_and_resume_across_process_counts(tmp_path: Path) -> None:
@@ -300,7 +299,7 @@ def test_listops_trees_shard_across_two_processes(tmp_path: Path) -> None:
         cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    one, two = (load_checkpoint(tmp_path / d / "tree-mean" / train.CHECKPOINT)["task"] for d in ("one", "two"))
+    one, two = (load_checkpoint(tmp_path / d / "tree-mean" / CHECKPOINT)["task"] for d in ("one", "two"))
     moments = [
         (one["optimiser"]["state"][i]["exp_avg"], two["optimiser"]["state"][i]["exp_avg"])
         for i in one["optimiser"]["state"]

@@ -13,12 +13,11 @@ from torch import Tensor
 from torch.nn import functional as nnf
 
 from applicative import Field, StructureError, Vector
-from examples import tree_listops
-from examples.tree_listops import train
 from examples.tree_listops.__main__ import main
 from instances import Expressions
 from models import NodeCell, TreeFold
-from training.tasks.tree_listops import data, nodes
+from training.tasks import tree_listops
+from training.tasks.tree_listops import data, nodes, train
 from training.tasks.tree_listops.config import PRESETS
 
 D, H = Vector(6), Vector(10)

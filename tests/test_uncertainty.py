@@ -14,11 +14,12 @@ import pytest
 import torch
 from torch import distributions as td
 
-from examples.uncertainty import data
-from examples.uncertainty.__main__ import compare, main
-from examples.uncertainty.config import PRESETS
-from examples.uncertainty.model import GaussianMLP, MixtureTransformer, count
-from examples.uncertainty.train import metrics
+from examples.uncertainty.__main__ import main
+from training.tasks.uncertainty import data
+from training.tasks.uncertainty.config import PRESETS
+from training.tasks.uncertainty.model import GaussianMLP, MixtureTransformer, count
+from training.tasks.uncertainty.program import compare
+from training.tasks.uncertainty.train import metrics
 
 
 def test_baseline_matches_the_transformer_within_five_percent() -> None:

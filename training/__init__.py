@@ -10,8 +10,9 @@
   (``threads``, ``seed``, ``out_dir``, ``writable_dir``, ``output_file``, ``bounded``) checked before any work;
 * :mod:`.rundir` -- the run directory: created and tested for writing up front, locked against a
   second run;
-* :mod:`.loop` -- :func:`fit`: progress bar, periodic evaluation, checkpoints, bit-identical resume,
-  SIGINT/SIGTERM -> checkpoint then stop, divergence -> an error that says what was kept;
+* :mod:`.loop` -- :func:`fit`: periodic evaluation, checkpoints, bit-identical resume, divergence -> an error
+  that says what was kept; :mod:`.progress` -- its progress bar or lines; :mod:`.signals` -- SIGINT/SIGTERM ->
+  checkpoint then stop (:class:`Interrupted`);
 * :mod:`.distributed` -- data parallel under ``torchrun`` (DDP; gloo on CPU, NCCL on CUDA);
 * :mod:`.options` -- the options every training program shares (``--preset``, ``--config``, ``--steps``,
   ``--out``, ``--device``, ``--threads``, ``--no-progress``, and ``--FIELD`` for each config field);
@@ -37,7 +38,6 @@ from .errors import DataError, InputError, UserError
 from .loop import (
     Diverged,
     FitOptions,
-    Interrupted,
     Optimised,
     Record,
     Schedule,
@@ -49,6 +49,7 @@ from .loop import (
 )
 from .registry import TaskSpec, check_meta, load, register, task_names
 from .rundir import RunDir, RunDirError
+from .signals import Interrupted
 from .threads import default_threads
 
 __all__ = [

@@ -19,7 +19,7 @@ import torch
 
 from .distributed import teardown
 from .errors import UserError
-from .loop import Interrupted
+from .signals import Interrupted
 
 #: the generators' seed range (``torch.Generator.manual_seed``, numpy's ``default_rng``)
 SEED_MAX = 2**63 - 1

@@ -1,4 +1,4 @@
-"""The training loop every example shares: :func:`fit`.
+"""The training loop every task shares: :func:`fit` (its display is :mod:`.progress`, its signals :mod:`.signals`).
 
 An example supplies a :class:`Task` (one optimisation step, an evaluation, and its state as tensors
 and plain data); :func:`fit` runs it to ``steps``:
@@ -17,13 +17,10 @@ from __future__ import annotations
 import math
 import random
 import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any, Generic, Protocol, TypedDict, Unpack
 
 import numpy as np
@@ -48,7 +45,9 @@ from .config import ConfigError, describe, differences
 from .denormals import flush_denormals
 from .distributed import SINGLE, Ranks
 from .errors import UserError
+from .progress import progress_bar
 from .registry import check_meta
+from .signals import Interrupted, caught
 from .threads import use_threads
 
 CHECKPOINT = "checkpoint.pt"
@@ -147,15 +146,6 @@ class Trained(Generic[M]):
         return cls(model, run.step, run.history, run.elapsed, run.resumed_from)
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped the run after a step; a checkpoint was written (if there is an ``out``)."""
-
-    def __init__(self, signum: int, step: int, path: Path | None) -> None:
-        where = f"checkpoint written to {path}" if path is not None else "no checkpoint (no --out)"
-        super().__init__(f"{signal.Signals(signum).name} at step {step}; {where}")
-        self.signum, self.step, self.path = signum, step, path
-
-
 class Diverged(UserError, FloatingPointError):
     """The loss or a metric stopped being finite."""
 
@@ -209,8 +199,6 @@ def fit(
             run.saved = run.step
 
     target = min(steps, stop_after) if stop_after is not None else steps
-    caught: list[int] = []
-    previous = _catch(caught)
     before = torch.get_num_threads()
     chosen = use_threads(threads, _parameters(task))
     restore_denormals = flush_denormals()
@@ -218,38 +206,38 @@ def fit(
     start = time.perf_counter() - run.elapsed
     device = task.device
     metrics: dict[str, float] = run.history[-1] if run.history else {}
-    try:
-        while run.step < target and not ranks.any(bool(caught), device):
-            loss = _guarded(task.train_step, task, run, path, fix)
-            run.step += 1
-            run.elapsed = time.perf_counter() - start
-            at_eval = run.step % eval_every == 0 or run.step == steps
-            at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
-            if at_eval:
-                metrics = _guarded(task.evaluate, task, run, path, fix)
-            if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
-                value = ranks.all_mean(loss).item()
-                bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
-                if not math.isfinite(value) or bad:
-                    raise Diverged(_diverged(run, path, value, bad, fix))
+    with caught() as signals:
+        try:
+            while run.step < target and not ranks.any(bool(signals), device):
+                loss = _guarded(task.train_step, task, run, path, fix)
+                run.step += 1
+                run.elapsed = time.perf_counter() - start
+                at_eval = run.step % eval_every == 0 or run.step == steps
+                at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
                 if at_eval:
-                    run.history.append({"step": run.step, "loss": value, **metrics})
-                if at_save:
-                    save()
-            bar.update(1)
-            if run.step % 25 == 0 and metrics:
-                bar.set_postfix({k: f"{v:.2e}" for k, v in metrics.items() if k != "step"}, refresh=False)
-            if on_step is not None:
-                on_step(run)
-    finally:
-        bar.close()
-        _restore(previous)
-        torch.set_num_threads(before)
-        restore_denormals()
+                    metrics = _guarded(task.evaluate, task, run, path, fix)
+                if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
+                    value = ranks.all_mean(loss).item()
+                    bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
+                    if not math.isfinite(value) or bad:
+                        raise Diverged(_diverged(run, path, value, bad, fix))
+                    if at_eval:
+                        run.history.append({"step": run.step, "loss": value, **metrics})
+                    if at_save:
+                        save()
+                bar.update(1)
+                if run.step % 25 == 0 and metrics:
+                    bar.set_postfix({k: f"{v:.2e}" for k, v in metrics.items() if k != "step"}, refresh=False)
+                if on_step is not None:
+                    on_step(run)
+        finally:
+            bar.close()
+            torch.set_num_threads(before)
+            restore_denormals()
     if run.saved != run.step:
         save()
-    if caught or run.step < target:
-        raise Interrupted(caught[0] if caught else signal.SIGTERM, run.step, path)
+    if signals or run.step < target:
+        raise Interrupted(signals[0] if signals else signal.SIGTERM, run.step, path)
     return run
 
 
@@ -335,76 +323,6 @@ def _parameters(task: Task) -> int:
     return sum(t.numel() for t in model.values() if isinstance(t, Tensor) and t.is_floating_point())
 
 
-class Bar(Protocol):
-    """What the loop asks of a progress display (tqdm's bar, or :class:`Lines`)."""
-
-    def update(self, n: int = 1) -> object: ...
-    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None: ...
-    def close(self) -> None: ...
-
-
-class Lines:
-    """Progress as plain periodic lines, for a stderr that is a file or a pipe (no carriage returns).
-
-    A line at the start, then every ``every`` steps (default: each 5% of the run) and at the end:
-    ``train: step 500/8000 (6%), 31 s, ETA 7.8 min, held_out_rel_l2=5.1e-03``.
-    """
-
-    def __init__(self, total: int, initial: int, threads: str, stream: Any = None, every: int | None = None) -> None:
-        self.total, self.n, self.stream = total, initial, stream if stream is not None else sys.stderr
-        self.every = every or max(1, total // 20)
-        self.postfix: Mapping[str, object] = {}
-        self.start, self.first = time.perf_counter(), initial
-        print(f"train: step {initial}/{total} on {threads}", file=self.stream, flush=True)
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        if self.n % self.every == 0 or self.n == self.total:
-            self.line()
-
-    def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None:
-        self.postfix = dict(ordered_dict)
-
-    def line(self) -> None:
-        spent = time.perf_counter() - self.start
-        done = self.n - self.first
-        eta = spent / done * (self.total - self.n) if done > 0 else math.nan
-        metrics = "".join(f", {k}={v}" for k, v in self.postfix.items())
-        print(
-            f"train: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%), {_duration(spent)}, "
-            f"ETA {_duration(eta)}{metrics}",
-            file=self.stream,
-            flush=True,
-        )
-
-    def close(self) -> None:
-        pass
-
-
-def _duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-
-
-def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any = None) -> Bar:
-    """A tqdm bar on a terminal, :class:`Lines` on a file or pipe, nothing when ``show`` is false."""
-    from tqdm import tqdm  # a feature of the loop, not of the library
-
-    stream = stream if stream is not None else sys.stderr
-    if show and not (hasattr(stream, "isatty") and stream.isatty()):
-        return Lines(total, initial, threads, stream)
-    bar: Bar = tqdm(
-        total=total,
-        initial=initial,
-        disable=not show,
-        desc=f"train [{threads.split(' (')[0]}]",
-        dynamic_ncols=True,
-        file=stream,
-    )
-    return bar
-
-
 def job_of(task: Task) -> str:
     """The name a checkpoint records for the job that wrote it: the task's class (``module.Class``)."""
     return f"{type(task).__module__}.{type(task).__qualname__}"
@@ -458,21 +376,3 @@ def _kept(run: Progress, path: Path | None) -> str:
 def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str) -> str:
     what = f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
     return f"training diverged at step {run.step} ({what}); {_kept(run, path)}; {fix}"
-
-
-_Handler = Callable[[int, FrameType | None], Any] | int | None
-
-
-def _catch(caught: list[int]) -> dict[int, _Handler] | None:
-    """SIGINT and SIGTERM set a flag read between steps (signals can be handled in the main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    previous: dict[int, _Handler] = {}
-    for s in (signal.SIGINT, signal.SIGTERM):
-        previous[s] = signal.signal(s, lambda signum, frame: caught.append(signum))
-    return previous
-
-
-def _restore(previous: dict[int, _Handler] | None) -> None:
-    for s, handler in (previous or {}).items():
-        signal.signal(s, handler)

@@ -4,6 +4,8 @@
 ``--out DIR``, ``--device``, ``--threads``, ``--memory GIB``, ``--no-progress``; a program adds its own options to
 it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.budget`` after :func:`parse`): a model whose
 config would take more is refused before anything is built.
+:class:`Shared` carries the shared options (out, device, threads, progress, memory) from a parsed command line into
+a task's ``program`` module, which does the work; the program prints what it returns.
 :func:`parse` then adds a shorthand ``--FIELD VALUE`` for every config field no option already uses
 (``--lr 3e-3`` is ``--config lr=3e-3``; a program's own option of a field's name, such as a ``--family``
 with choices, sets that field the same way), parses, and builds the config: the preset, then ``--config``
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,13 +32,42 @@ import torch
 from .budget import DEFAULT_GIB, Budget
 from .cli import Parser, gib, out_dir, threads
 from .config import override
-from .distributed import device_of
+from .distributed import SINGLE, Ranks, device_of
 from .errors import UserError
+from .loop import FitOptions
 
 C = TypeVar("C")
 N = TypeVar("N", bound=str)
 #: the options every program has; a config field of one of these names is set with --config only
 SHARED = ("preset", "config", "steps", "out", "device", "threads", "memory", "no_progress")
+
+
+@dataclass(frozen=True)
+class Shared:
+    """The shared options of one run, as a task's program takes them.
+
+    Attributes:
+        program: the command that runs it (``python -m examples.poisson``): its run directory's owner.
+        out: the run directory (``None``: the program writes none).
+        device: ``cpu``, ``cuda`` or ``cuda:N``; threads: torch CPU threads (``None``: by the load and the model).
+        progress: show a progress bar or progress lines; memory: the run's memory :class:`~training.budget.Budget`.
+    """
+
+    program: str
+    out: Path | None = None
+    device: str = "cpu"
+    threads: int | None = None
+    progress: bool = True
+    memory: Budget = field(default_factory=Budget)
+
+    @classmethod
+    def of(cls, a: argparse.Namespace, program: str) -> Shared:
+        """The shared options of a :func:`program` parser's parsed namespace ``a``."""
+        return cls(program, a.out, a.device, a.threads, not a.no_progress, a.budget)
+
+    def fit(self, ranks: Ranks = SINGLE) -> FitOptions:
+        """What :func:`training.fit` takes of them (``progress``, ``threads``, ``budget``), and the ``ranks``."""
+        return {"progress": self.progress, "threads": self.threads, "budget": self.memory, "ranks": ranks}
 
 
 def program(

@@ -1,1 +1,1 @@
-"""Cross-modal attention: scattered points -> a function, a low-resolution image -> a function of two variables."""
+"""Cross-modal attention: ``python -m examples.cross_modal`` over :mod:`training.tasks.cross_modal`."""

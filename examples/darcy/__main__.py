@@ -14,71 +14,28 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
-import torch
-
-from training import RunDir, check_resume, describe, options, run_cli
-from training.tasks.darcy import data
-from training.tasks.darcy.config import PRESETS, Config
-from training.tasks.darcy.model import CHECKPOINT, SPEC
-
-from . import train
+from operators.darcy import FAMILIES
+from training import options, run_cli
+from training.tasks.darcy import PRESETS, Config
+from training.tasks.darcy.program import execute
 
 PROG = "python -m examples.darcy"
 
 
-def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
-    """The config (preset, then ``--family``, ``--config`` and ``--steps`` overrides, validated) and the options."""
-    out_help = "run directory (default runs/darcy-FAMILY)"
-    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help=out_help)
-    p.add_argument("--family", choices=data.FAMILIES, default=None, help="shorthand for --config family=...")
-    config, a = options.config_of(p, argv, Config)
-    if a.out is None:
-        a.out = Path("runs") / f"darcy-{config.family}"
-    return config, a
-
-
 def run(argv: list[str] | None) -> int:
-    config, a = parse(argv)
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
-    SPEC.admit(describe(config), budget=a.budget, training=True)  # fits in memory: before anything is built
-    with RunDir(a.out, PROG):
-        check_resume(a.out, describe(config), SPEC.meta(), a.budget)  # before the data: a refused resume fails at once
-        t0 = time.perf_counter()
-        splits = data.splits(config.family, config.n_train, config.n_test, config.points, config.seed, config.refine)
-        print(f"config: {config}")
-        print(f"data: {len(splits.train)} train, {len(splits.test)} held-out ({time.perf_counter() - t0:.1f}s)")
-        trained, task = train.train(
-            config, splits, a.out, a.device, progress=not a.no_progress, threads=a.threads, budget=a.budget
-        )
-        errs = task.errors()
-        params = sum(p.numel() for p in trained.model.parameters())
-        report = {
-            "config": describe(config),
-            "torch": torch.__version__,
-            "parameters": params,
-            "train_seconds": trained.elapsed,
-            "steps": trained.step,
-            "resumed_from_step": trained.resumed_from,
-            "held_out_relative_l2": {
-                "mean": float(errs.mean()),
-                "median": float(errs.median()),
-                "max": float(errs.max()),
-            },
-            "history": trained.history,
-        }
-        (a.out / "report.json").write_text(json.dumps(report, indent=1))
-    print(f"parameters: {params}")
-    print(f"training time: {trained.elapsed:.1f}s for {trained.step} steps")
-    stats = f"mean {errs.mean():.3e}  median {errs.median():.3e}  max {errs.max():.3e}"
-    print(f"held-out relative L2 ({config.family}): {stats}")
-    print(f"wrote {a.out / 'report.json'}, {a.out / CHECKPOINT}")
+    p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help="run directory (default runs/darcy-FAMILY)")
+    p.add_argument("--family", choices=FAMILIES, default=None, help="shorthand for --config family=...")
+    config, a = options.config_of(p, argv, Config)
+    a.out = a.out or Path("runs") / f"darcy-{config.family}"
+    r = execute(config, options.Shared.of(a, PROG))
+    e = r["held_out_relative_l2"]
+    print(f"parameters: {r['parameters']}")
+    print(f"training time: {r['train_seconds']:.1f}s for {r['steps']} steps")
+    print(f"held-out relative L2 ({config.family}): mean {e['mean']:.3e}  median {e['median']:.3e}  max {e['max']:.3e}")
+    print(f"wrote {a.out / 'report.json'}, {a.out / 'checkpoint.pt'}")
     return 0
 
 

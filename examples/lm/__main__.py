@@ -10,92 +10,33 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import sys
 from pathlib import Path
 
-import torch
-
-from training import (
-    RunDir,
-    check_batch,
-    check_resume,
-    describe,
-    device_of,
-    options,
-    run_cli,
-    setup,
-)
+from training import options, run_cli
 from training.cli import bounded
-from training.tasks.lm import data
-from training.tasks.lm.config import PRESETS, Config
-from training.tasks.lm.model import CHECKPOINT, SPEC
-
-from . import train
+from training.tasks.lm import PRESETS, Config
+from training.tasks.lm.program import execute
 
 PROG = "python -m examples.lm"
 
 
-def parse(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
+def run(argv: list[str] | None) -> int:
     p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out_help="run directory (default runs/lm-MODEL)")
     p.add_argument("--model", help="gpt, ipa, relu, softplus, triangular or rnn (shorthand for --config model=...)")
     p.add_argument("--sample", type=bounded(0, 10**6), default=400, help="characters of generated text to write")
     config, a = options.config_of(p, argv, Config)
-    if a.out is None:
-        a.out = Path("runs") / f"lm-{config.model}"
-    return config, a
-
-
-def run(argv: list[str] | None) -> int:
-    config, a = parse(argv)
-    ranks, device = setup(device_of(a.device))
-    check_batch(config.batch, ranks)
-    with RunDir(a.out, PROG) if ranks.main else contextlib.nullcontext():
-        check_resume(a.out, describe(config), SPEC.meta(), a.budget)
-        corpus = data.corpus(config.limit or None)
-        # fits in memory (the vocabulary is the corpus's): before anything is built
-        SPEC.admit(describe(config), {"vocab": corpus.vocab}, a.budget, training=True)
-        unigram = corpus.unigram_bits()
-        print(
-            f"corpus: {len(corpus.train)} train / {len(corpus.valid)} valid characters, {len(corpus.vocab)} "
-            f"symbols; sha256 {corpus.sha256[:16]}; unigram baseline {unigram:.3f} bits/char"
-        )
-        trained = train.train(
-            config, corpus, a.out, device, progress=not a.no_progress, ranks=ranks, threads=a.threads, budget=a.budget
-        )
-        if ranks.main:
-            model = trained.model.eval()
-            g = torch.Generator().manual_seed(config.seed)
-            prompt = corpus.valid[: min(config.context, 32)].to(device)
-            text = corpus.decode(model.sample(prompt, a.sample, 0.8, g).cpu())
-            (a.out / "samples.txt").write_text(text)
-            final = trained.history[-1]["valid_bits_per_char"] if trained.history else float("nan")
-            report = {
-                "config": describe(config),
-                "text_sha256": corpus.sha256,
-                "python": corpus.python,
-                "device": str(device),
-                "torch": torch.__version__,
-                "processes": ranks.world,
-                "parameters": sum(p.numel() for p in model.parameters()),
-                "steps": trained.step,
-                "resumed_from_step": trained.resumed_from,
-                "train_seconds": trained.elapsed,
-                "unigram_bits_per_char": unigram,
-                "valid_bits_per_char": final,
-                "history": trained.history,
-            }
-            (a.out / "report.json").write_text(json.dumps(report, indent=1))
-            resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"
-            print(
-                f"{config.model}: {report['parameters']} parameters, {trained.step} steps in {trained.elapsed:.1f}s"
-                f"{resumed}; validation {final:.3f} bits/char (unigram {unigram:.3f})"
-            )
-            print(f"sample:\n{text[:300]}")
-            print(f"wrote {a.out / 'report.json'}, {a.out / 'samples.txt'}, {a.out / CHECKPOINT}")
-        ranks.barrier()
+    a.out = a.out or Path("runs") / f"lm-{config.model}"
+    r = execute(config, options.Shared.of(a, PROG), a.sample)
+    if r is None:  # another process under torchrun: rank 0 reports
+        return 0
+    resumed = "" if r["resumed_from_step"] is None else f" (resumed from step {r['resumed_from_step']})"
+    print(
+        f"{config.model}: {r['parameters']} parameters, {r['steps']} steps in {r['train_seconds']:.1f}s"
+        f"{resumed}; validation {r['valid_bits_per_char']:.3f} bits/char (unigram {r['unigram_bits_per_char']:.3f})"
+    )
+    print(f"sample:\n{r['sample'][:300]}")
+    print(f"wrote {a.out / 'report.json'}, {a.out / 'samples.txt'}, {a.out / 'checkpoint.pt'}")
     return 0
 
 

@@ -16,37 +16,18 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import sys
-import time
 
-import torch
-
-from training import (
-    RunDir,
-    check_batch,
-    check_resume,
-    describe,
-    device_of,
-    options,
-    run_cli,
-    setup,
-)
+from training import options, run_cli
 from training.cli import writable_dir
-from training.speed import check_amp
-from training.tasks.poisson import data
-from training.tasks.poisson.config import PRESETS, Config
-from training.tasks.poisson.model import SPEC
-
-from . import generalise, plot, train
+from training.tasks.poisson import PRESETS, Config
+from training.tasks.poisson.generalise import render
+from training.tasks.poisson.program import execute
 
 PROG = "python -m examples.poisson"
 
 
-def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
-    """The config (preset, then ``--config`` and ``--steps`` overrides, validated) and the other options."""
+def run(argv: list[str] | None) -> int:
     p = options.program(PROG, __doc__.split("\n")[0], PRESETS, out="runs/poisson")
     p.add_argument("--cache", type=writable_dir, default=None, help="directory to cache the generated data")
     p.add_argument(
@@ -55,85 +36,19 @@ def parse(argv: list[str] | None = None) -> tuple[Config, argparse.Namespace]:
         help="torch.compile the model (equal up to float rounding; pays on a GPU, not on a small CPU run)",
     )
     p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA only)")
-    return options.config_of(p, argv, Config)
-
-
-def summary(errs: torch.Tensor) -> dict[str, float]:
-    return {"mean": float(errs.mean()), "median": float(errs.median()), "max": float(errs.max())}
-
-
-def run(argv: list[str] | None) -> int:
-    config, a = parse(argv)
-    ranks, device = setup(device_of(a.device))  # joins the process group under torchrun
-    check_batch(config.batch, ranks)
-    check_amp(a.amp, device)
-    if a.threads is not None:
-        torch.set_num_threads(a.threads)
-    SPEC.admit(describe(config), budget=a.budget, training=True)  # fits in memory: before anything is built
-    # writable, ours, and (if resuming) written with this config -- all before any data is generated
-    with RunDir(a.out, PROG) if ranks.main else contextlib.nullcontext():
-        check_resume(a.out, describe(config), SPEC.meta(), a.budget)
-        t0 = time.perf_counter()
-        splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, a.cache, config.sources)
-        print(f"config: {config}")
-        fresh = "a fresh batch of the training law every step (online), " if config.online else ""
-        print(
-            f"data: {fresh}{len(splits.train)} train, {len(splits.test)} held-out, {len(splits.ood)} OOD "
-            f"({time.perf_counter() - t0:.1f}s)"
-        )
-        trained = train.train(
-            config,
-            splits,
-            a.out,
-            device,
-            progress=not a.no_progress,
-            ranks=ranks,
-            compile=a.compile,
-            amp=a.amp,
-            threads=a.threads,
-            budget=a.budget,
-        )
-        if not ranks.main:
-            ranks.barrier()  # leave the group together with rank 0, once it has written its report
-            return 0
-        model = trained.model
-        params = sum(p.numel() for p in model.parameters())
-        test = train.errors(model, splits.test, device)
-        ood = train.errors(model, splits.ood, device)
-        families = generalise.table(model, config.n_test, device)
-        report = {
-            "config": describe(config),
-            "device": str(device),
-            "torch": torch.__version__,
-            "compile": a.compile,
-            "amp": a.amp,
-            "processes": ranks.world,
-            "resumed_from_step": trained.resumed_from,
-            "parameters": params,
-            "train_seconds": trained.elapsed,
-            "steps": trained.step,
-            "held_out_relative_l2": summary(test),
-            "ood_relative_l2": summary(ood),
-            "truncation_floor_held_out": float(
-                data.relative_l2(splits.test.target(config.out_modes or config.modes), splits.test.g).mean()
-            ),
-            "families": families,
-            "history": trained.history,
-        }
-        (a.out / "report.json").write_text(json.dumps(report, indent=1))
-        i = int(test.argmax())  # show the worst held-out sample
-        pred = train.predict(model, splits.test.f[i : i + 1].to(device))[0]
-        plot.figure(splits.test.f[i], splits.test.g[i], pred, a.out / "poisson.png", sample=i, error=float(test[i]))
-        plot.curves(trained.history, a.out / "curves.png")
-        ranks.barrier()
+    config, a = options.config_of(p, argv, Config)
+    r = execute(config, options.Shared.of(a, PROG), cache=a.cache, compile=a.compile, amp=a.amp)
+    if r is None:  # another process under torchrun: rank 0 reports
+        return 0
     fmt = "mean {mean:.3e}  median {median:.3e}  max {max:.3e}"
-    print(f"parameters: {params}")
-    resumed = "" if trained.resumed_from is None else f" (resumed from step {trained.resumed_from})"
-    print(f"training time: {trained.elapsed:.1f}s for {trained.step} steps on {device}{resumed}")
-    print(f"held-out relative L2:  {fmt.format(**summary(test))}")
-    print(f"OOD relative L2:       {fmt.format(**summary(ood))}")
-    print(generalise.render(families))
-    print(f"wrote {a.out / 'report.json'}, {a.out / 'poisson.png'}, {a.out / 'curves.png'}, {a.out / train.CHECKPOINT}")
+    resumed = "" if r["resumed_from_step"] is None else f" (resumed from step {r['resumed_from_step']})"
+    print(f"parameters: {r['parameters']}")
+    print(f"training time: {r['train_seconds']:.1f}s for {r['steps']} steps on {r['device']}{resumed}")
+    print(f"held-out relative L2:  {fmt.format(**r['held_out_relative_l2'])}")
+    print(f"OOD relative L2:       {fmt.format(**r['ood_relative_l2'])}")
+    print(render(r["families"]))
+    files = ("report.json", "poisson.png", "curves.png", "checkpoint.pt")
+    print(f"wrote {', '.join(str(a.out / f) for f in files)}")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from operators.darcy.data import Family
 from training.config import (
     MAX_BATCH,
     MAX_HEADS,
@@ -18,8 +19,6 @@ from training.config import (
     between,
     document_bounds,
 )
-
-from .data import Family
 
 Normalisation = Literal["softmax", "linear"]
 DType = Literal["float32", "float64"]
@@ -75,7 +74,7 @@ class Config(Checked):
             ``log a`` less its mean ``m`` over the grid, and the prediction is divided by ``e^m``
             (``reader="grid"``).
         augment: train on each batch moved by random symmetries of the square (rotations and reflections,
-            :func:`~training.tasks.darcy.data.symmetry`; the operator commutes with them, so every moved pair is
+            :func:`~operators.darcy.data.symmetry`; the operator commutes with them, so every moved pair is
             another exact sample) -- eight times the distinct training pairs at no cost a step (``reader="grid"``).
     """
 
@@ -179,41 +178,25 @@ def _consistent(c: Config) -> str | None:
 PRESETS: dict[str, Config] = {
     "default": Config(),
     "lognormal": Config(family="lognormal"),
-    # log a read where it is given: cross-attention from the Chebyshev domain onto the grid's samples, four
-    # functions of y per x for the Funcformer (one: 1.89e-2 at 750 steps against 1.45e-2, log-normal, batch 32);
-    # a peak rate of 1e-2 (3e-3: 1.73e-2 after 1500 steps at batch 16); homogeneous: u(c a) = u(a) / c built in
-    # (1500 steps at batch 16: piecewise 3.77e-2 -> 3.19e-2, log-normal 9.94e-3 -> 1.05e-2); augment: the square's
-    # symmetries (6000 steps, piecewise: 2.30e-2 -> 1.95e-2); beta2 0.95: a loss spike at the peak rate left a
-    # log-normal run at 1.40e-2 with torch's 0.999, none at 0.95 (3.94e-3), seed 0 4.76e-3 -> 4.32e-3; smooth 1:
-    # the series between the nodes (log-normal, 65² / 33² error, H200, seeds 0 / 1: 1.77 / 1.55 -> 1.47 / 1.31);
-    # reader_window 160: each reader head reads near its query, at fixed widths (piecewise, 6000 steps, compiled:
-    # 2.02e-2 -> 1.77e-2; 1.84e-2 at 40); sequence x+y: a Funcformer along x and one along y, width 40 and hidden
-    # 120 to keep the parameters (125.7k against 125.3k; seed 0, piecewise 1.77e-2 -> 1.75e-2, log-normal
-    # 3.37e-3 -> 3.17e-3); window 40 with frequencies 4: the Funcformers attend locally along their sequence, and
-    # the reader's Fourier features stop at 4 periods, 8 nodes each at 33² (window 40 with 8 frequencies: piecewise
-    # 1.51e-2, but the log-normal 65² error 1.74x the 33²; with 4: piecewise 1.57e-2, log-normal 2.72e-3, 1.03x);
-    # activation gelu (seed 0, compiled, 6000 steps: piecewise 1.60e-2 -> 1.49e-2, log-normal 2.97e-3 -> 2.57e-3);
-    # reader_heads 2: the reader is most of the step (6000 steps in 342 s against 461; piecewise 1.49e-2 -> 1.49e-2,
-    # log-normal 2.57e-3 -> 2.77e-3, 65² / 33² 1.04); smooth 0.25: the penalty at 1 held piecewise back (6000
-    # steps, seed 0: 1.49e-2 -> 1.43e-2 at 0.25 and at 0; seed 1: 1.49e-2 -> 1.41e-2, 1.40e-2 at 0), and 0.25
-    # still carries log-normal to 65² (2.50e-3, 65² / 33² 1.13; at 0: 2.56e-3 but 1.69)
+    # the grid route: log a read where it is given (the FNO's input); each value's measurements are in the lab
+    # notes, docs/notes/2026-11-darcy.md ("The grid preset, field by field")
     "grid": Config(
-        reader="grid",
-        sequence="x+y",
-        width=40,
+        reader="grid",  # cross-attention from the Chebyshev domain onto the grid's samples
+        sequence="x+y",  # a Funcformer along x and one along y: better on both families at equal parameters
+        width=40,  # with hidden=120: the parameters of one Funcformer at the default sizes
         hidden=120,
-        activation="gelu",
-        window=40.0,
-        frequencies=4,
+        activation="gelu",  # better than relu on both families
+        window=40.0,  # local attention along each sequence: lower piecewise error
+        frequencies=4,  # coarse enough that the 65² error stays near the 33² error with the window on
         reader_width=32,
-        reader_heads=2,
-        channels=4,
-        lr=1e-2,
-        beta2=0.95,
-        smooth=0.25,
-        homogeneous=True,
-        augment=True,
-        reader_window=160.0,
+        reader_heads=2,  # the reader is most of the step: a quarter faster, errors unchanged
+        channels=4,  # four functions of y per x for the Funcformer (one reads too little)
+        lr=1e-2,  # the peak rate: 3e-3 trains too slowly
+        beta2=0.95,  # torch's 0.999 let a loss spike at the peak rate stall a log-normal run
+        smooth=0.25,  # at 1 the penalty held piecewise back; 0.25 still controls the series between the nodes
+        homogeneous=True,  # u(c a) = u(a) / c built in
+        augment=True,  # the square's symmetries: eight distinct pairs per sample
+        reader_window=160.0,  # each reader head reads near its query
     ),
     # seconds: for tests and smoke runs
     "tiny": Config(

@@ -16,7 +16,7 @@ from typing import Any
 
 from training.budget import Estimate, attention, encoder_layer, layer_activations, layer_norm, linear
 
-#: the Gaussian random field's modes per axis (:data:`training.tasks.darcy.data.MODES`)
+#: the Gaussian random field's modes per axis (:data:`operators.darcy.data.MODES`)
 GRF_MODES = 32
 
 

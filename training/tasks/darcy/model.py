@@ -5,13 +5,13 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
 
 * Input: :math:`\log a`, standardised, interpolated at the ``n x n`` first-kind Chebyshev points (a DCT
   per axis; :func:`input_coefficients`) -- a ``Field[X, Y]`` with ``X = Y = Chebyshev(n)``. ``a`` is a
-  function (:meth:`~training.tasks.darcy.data.DarcyData.log_a_at`), so it is *sampled* at those points, not fitted
+  function (:meth:`~operators.darcy.data.DarcyData.log_a_at`), so it is *sampled* at those points, not fitted
   from the grid. For the piecewise-constant family the interpolant of a jump oscillates (Gibbs) and
   converges only in :math:`L^2`; the network sees that series, never the exact interfaces.
 * Input, ``reader="grid"`` (:class:`GridReader`): ``log a`` where it is given, its samples on the data's
   ``P x P`` grid -- the same numbers the FNO reads, where the interpolant above samples the coefficient
   function between the nodes. The grid is a structure (``Pairs(Uniform(P), Uniform(P))``, trapezoid
-  weights; :mod:`training.tasks.darcy.grid`), and learned queries on the Chebyshev domain cross-attend to its
+  weights; :mod:`operators.darcy.grid`), and learned queries on the Chebyshev domain cross-attend to its
   tokens, one axis at a time, giving ``width`` feature functions on ``Pairs(X, Y)``. A 65² grid is read by
   the same weights (the same integrals, sampled more densely).
 * Network: with ``sequence="x"`` (default), :class:`models.funcformer.Funcformer` unchanged (the grid
@@ -28,20 +28,10 @@ Coordinates: the physical square :math:`[0, 1]^2` is the Chebyshev square :math:
   So :math:`u` is an ``(n + 2) x (n + 2)`` Chebyshev series vanishing on the boundary, evaluated on the
   grid for the loss.
 
-Why this reader (measured, piecewise family, one thread on a shared 2-core machine; ``benchmarks`` and the
-README give the trained figures). Solving exactly from what each input keeps of ``a`` (24 samples, the
-65²-solved reference): the 33² grid loses 8.3e-3, the 20² Chebyshev interpolant 2.7e-2 (Gibbs). The second
-candidate design, a least-squares projection of the 33² samples onto ``n x n`` Chebyshev modes, loses 3.9e-2
-at ``n = 20`` (2.9e-2 with a ``k⁴`` smoothing penalty), and at ``n = 24`` the unsmoothed fit already blows up
-between the nodes near the edges (``exp`` overflowed: polynomial fits on uniform nodes, Runge), so "more modes
-than the output" does not come cheaply from a uniform grid; it was dropped. Cross-attention keeps the grid's
-samples and learns its own (content-dependent) smoothing. Attention from all ``n²`` domain points to all
-``P²`` grid tokens costs 1.1--1.3 s a step (batch 16) against 0.1 s for the whole 1D Funcformer; the separable
-reading (along ``x`` per grid row, then along ``y`` per Chebyshev point: ``n P² + n² P`` scores) costs 0.34 s
-with 32 reader channels, and the 2D-domain encoder about 1.2 s. At 300 steps (batch 16) the grid reader
-reached 8.5e-2 against 6.7e-2 for the interpolant: it has to learn to read first, and the interpolant's Gibbs
-floor (2.7e-2) is far below either at this budget. The default stays the interpolant; ``--preset grid`` is the
-grid route.
+Why two readers: the interpolant is cheap but oscillates across a jump (Gibbs); the grid reader keeps the
+samples the FNO reads and learns its own smoothing, at a higher cost a step. The measurements that chose them
+(and dropped a least-squares projection: Runge between uniform nodes) are in the lab notes,
+``docs/notes/2026-11-darcy.md``.
 """
 
 from __future__ import annotations
@@ -69,12 +59,12 @@ from instances.chebyshev import bubble as bubble_matrix
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, window_keys, window_queries, window_slopes
 from models.transformer import EncoderLayer
+from operators.darcy import grid
+from operators.darcy.data import DarcyData
 from training import InputError, inputs, registry
 
-from . import grid
 from .config import Activation, Config, Normalisation
 from .cost import cost
-from .data import DarcyData
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -131,8 +121,8 @@ class GridReader(nn.Module):
 
     1. along ``x``, one grid row ``y_j`` at a time: the queries are learned functions ``q_x(x)`` on
        ``X = Chebyshev(n)``; the keys and values are the row's tokens (``log a`` and Fourier features of
-       ``x_i``, :func:`~training.tasks.darcy.grid.line_tokens`, embedded and normalised) on
-       :class:`~training.tasks.darcy.grid.Uniform` ``(P)``, integrated with its trapezoid measure;
+       ``x_i``, :func:`~operators.darcy.grid.line_tokens`, embedded and normalised) on
+       :class:`~operators.darcy.grid.Uniform` ``(P)``, integrated with its trapezoid measure;
     2. along ``y``, at each Chebyshev point ``x_k``: learned queries ``q_y(y)`` on ``Y`` read the first
        readings (plus Fourier features of ``y_j``) along the grid's column.
 

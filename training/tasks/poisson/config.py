@@ -61,7 +61,7 @@ class Config(Checked):
         key_size, value_size: query/key and value sizes per attention head (``0``: ``width // heads``, or the
             key size); a ``"vector"`` model only. Attention's rank along ``x`` is at most the key size per head.
         sources: the training law: ``"decaying"`` (``ρ = 0.7``, 12 of 16 modes) or ``"mixed"``
-            (:func:`training.tasks.poisson.families.training_sources`: every resolved mode excited).
+            (:func:`operators.poisson.families.training_sources`: every resolved mode excited).
         online: every batch is ``batch`` fresh sources drawn from the training law (with the run's sampler, so a
             resumed run draws the same ones) and solved exactly, instead of ``batch`` of the ``n_train`` fixed
             pairs (which a long run overfits); the ``n_train`` pairs then only set the output scale.
@@ -124,26 +124,18 @@ def _consistent(c: Config) -> str | None:
 #: issue 12's operator learner: the linear path Σ_r A_r f B_rᵀ beside a 1D Funcformer, homogeneous, mixed sources
 WITH_LINEAR_PATH = Config(rank=12, out_modes=24, homogeneous=True, sources="mixed")
 
-#: the Funcformer alone (issue 17): no linear path; it maps 24 x 24 functions (the source zero-padded), so
-#: its output is not cut at the source's 16 modes (a 2.2e-2 floor on the mixed sources); 12 heads whose
-#: keys and values have 24 terms each, since attention along x has rank at most the key size per head and
-#: the operator needs about 8 separable terms of full rank (both measured in benchmarks/poisson_ablation.py);
-#: the odd part of the Transformer (attention's even-order terms drop out); online: a fresh batch of the
-#: training law every step, 8 sources a step (at equal time, smaller batches and more steps won: 64 a step
-#: reach 1.8e-3, 16 1.6e-3, 8 1.1e-3 at a peak rate of 1e-2); 30000 steps at a peak rate of 5e-3: held-out
-#: 5.0-7.0e-4 over seeds 0-2 on one thread, where 24000 steps gave 1.0e-3 and 1.5e-3 on seeds 0 and 1 (issue
-#: 17's measurements in docs/notes/2026-11-poisson.md)
+#: the Funcformer alone (issue 17), no linear path; each value's measurements are in docs/notes/2026-11-poisson.md
 FUNCFORMER = WITH_LINEAR_PATH.replace(
-    rank=0,
-    domain_modes=24,
+    rank=0,  # no linear path
+    domain_modes=24,  # 24 x 24 functions: the output is not cut at the source's 16 modes
     width=96,
     heads=12,
-    key_size=24,
+    key_size=24,  # attention's rank is at most the key size per head; the operator needs full-rank terms
     value_size=24,
-    online=True,
-    odd=True,
-    batch=8,
-    steps=30000,
+    online=True,  # a fresh batch of the training law every step
+    odd=True,  # the odd part of the Transformer: attention's even-order terms drop out
+    batch=8,  # at equal time, smaller batches and more steps won
+    steps=30000,  # 24000 left two of three seeds at 1e-3 or above
     lr=5e-3,
 )
 
@@ -152,7 +144,7 @@ PRESETS: dict[str, Config] = {
     "default": FUNCFORMER,
     # the previous default: the linear path plus the Funcformer as a correction
     "linear-path": WITH_LINEAR_PATH,
-    # a larger model for a GPU: more data and steps; not yet measured (1.5e-3 on one H100 before issue 12)
+    # a larger model for a GPU: more data and steps (not measured since issue 12)
     "gpu": FUNCFORMER.replace(n_train=8000, n_test=500, steps=20000, batch=128, lr=3e-3),
     # seconds: for tests and smoke runs
     "tiny": FUNCFORMER.replace(

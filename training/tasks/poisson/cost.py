@@ -15,7 +15,7 @@ from typing import Any
 
 from training.budget import Estimate, encoder_layer, layer_activations, linear
 
-#: the degree the data's exact solver works at (:data:`training.tasks.poisson.data.DEGREE`)
+#: the degree the data's exact solver works at (:data:`operators.poisson.sources.DEGREE`)
 DEGREE = 48
 
 

@@ -23,11 +23,11 @@ from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax,
 from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
+from operators.poisson.norms import l2_norm_sq, pad
 from training import inputs, registry
 
 from .config import Config
 from .cost import cost
-from .data import l2_norm_sq, pad
 
 CHECKPOINT = "checkpoint.pt"
 

@@ -20,7 +20,7 @@ Families of the coefficient :math:`a`:
   thresholded field): discontinuous across the curves :math:`g = 0`.
 
 A sample is ``(a, u)`` on the ``points x points`` grid of ``[0, 1]²`` (boundary included), with ``u``
-solved by :class:`~training.tasks.darcy.solver.DarcySolver` for :math:`f = 1` on a grid ``refine`` times finer
+solved by :class:`~operators.darcy.solver.DarcySolver` for :math:`f = 1` on a grid ``refine`` times finer
 and sampled back at the coarse nodes (the FNO paper solved at 421² and sampled down to 85²). Because
 :math:`g` is a finite cosine series, :math:`a` is also a function that can be evaluated anywhere
 (:meth:`DarcyData.log_a_at`): the Funcformer reads it at Chebyshev points. Everything is generated from

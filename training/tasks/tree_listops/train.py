@@ -22,14 +22,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
 from training.loop import FitOptions, Optimised
-from training.tasks.tree_listops.config import Config, ModelKind
-from training.tasks.tree_listops.data import Split, Splits, nesting
-from training.tasks.tree_listops.model import CHECKPOINT, SPEC, ListOpsModel
+
+from .config import Config, ModelKind
+from .data import Split, Splits, nesting
+from .model import SPEC, ListOpsModel
 
 __all__ = [
-    "CHECKPOINT",
     "ListOpsTask",
-    "Trained",
     "accuracy",
     "accuracy_by_depth",
     "build",
@@ -68,6 +67,8 @@ def rate(steps: int) -> Callable[[int], float]:
 
 class ListOpsTask(Optimised):
     """One seeded training run of one model: the model, AdamW, the schedule, and the batch sampler."""
+
+    model: ListOpsModel
 
     def __init__(
         self, config: Config, kind: ModelKind, splits: Splits, device: torch.device, ranks: Ranks = SINGLE

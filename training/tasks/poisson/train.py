@@ -2,7 +2,7 @@
 
 The loss is the mean squared *relative* L² error of the predicted solution as a function,
 ``‖g_pred - g‖² / ‖g‖²`` with ``‖c‖² = tr(cᵀ W c W)`` on the leading ``modes x modes`` coefficients;
-evaluation measures the error against the exact solution's full series (:func:`data.relative_l2`).
+evaluation measures the error against the exact solution's full series (:func:`operators.poisson.norms.relative_l2`).
 Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
 A run extended past its first ``steps`` keeps the one-cycle schedule's final learning rate.
 """
@@ -16,19 +16,20 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
+from operators.poisson import norms, sources
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
 from training.loop import FitOptions, Optimised
 from training.speed import autocast, check_amp, compiled
-from training.tasks.poisson import data
-from training.tasks.poisson.config import Config
-from training.tasks.poisson.model import CHECKPOINT, SPEC, PoissonModel, X, Y
 
-__all__ = ["CHECKPOINT", "PoissonModel", "PoissonTask", "Trained", "X", "Y", "build", "errors", "predict", "train"]
+from .config import Config
+from .model import SPEC, PoissonModel
+
+__all__ = ["PoissonTask", "build", "errors", "predict", "relative_sq", "train"]
 
 
 def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
     """Per-sample ``‖pred - target‖² / ‖target‖²`` in ``L²([-1,1]²)``."""
-    return data.l2_norm_sq(pred - target) / data.l2_norm_sq(target)
+    return norms.l2_norm_sq(pred - target) / norms.l2_norm_sq(target)
 
 
 @torch.no_grad()
@@ -38,18 +39,20 @@ def predict(model: PoissonModel, f: Tensor, chunk: int = 256) -> Tensor:
     return torch.cat(out)
 
 
-def errors(model: PoissonModel, d: data.PoissonData, device: torch.device) -> Tensor:
+def errors(model: PoissonModel, d: sources.PoissonData, device: torch.device) -> Tensor:
     """Relative L² errors of the model on ``d`` against the exact solutions (per sample)."""
-    return data.relative_l2(predict(model, d.f.to(device)), d.g)
+    return norms.relative_l2(predict(model, d.f.to(device)), d.g)
 
 
 class PoissonTask(Optimised):
     """One seeded training run: the model, Adam, a one-cycle schedule, and the batch sampler."""
 
+    model: PoissonModel
+
     def __init__(
         self,
         config: Config,
-        splits: data.Splits,
+        splits: sources.Splits,
         device: torch.device,
         ranks: Ranks = SINGLE,
         *,
@@ -61,7 +64,7 @@ class PoissonTask(Optimised):
         check_batch(config.batch, ranks)
         check_amp(amp, device)
         out = config.out_modes or config.modes
-        out_scale = float(1.0 / data.l2_norm_sq(splits.train.target(out)).mean().sqrt())
+        out_scale = float(1.0 / norms.l2_norm_sq(splits.train.target(out)).mean().sqrt())
         self.model = PoissonModel(config, out_scale).to(device)
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
@@ -80,8 +83,8 @@ class PoissonTask(Optimised):
         """This process's slice of the next global batch: sources and their targets (one sampler draws it)."""
         # every process draws the same global batch (one sampler state) and trains on its slice
         if self.config.online:  # fresh sources from the training law, solved exactly
-            f = data.training_law(self.config.sources, self.config.batch, self.sampler, self.config.modes)
-            f, g = self.ranks.shard(f), self.ranks.shard(data.solutions(f, self.out))
+            f = sources.training_law(self.config.sources, self.config.batch, self.sampler, self.config.modes)
+            f, g = self.ranks.shard(f), self.ranks.shard(sources.solutions(f, self.out))
             return f.to(self.device, self.dtype), g.to(self.device, self.dtype)
         idx = self.ranks.shard(torch.randint(0, len(self.f), (self.config.batch,), generator=self.sampler))
         idx = idx.to(self.device)
@@ -101,7 +104,7 @@ class PoissonTask(Optimised):
 
 def build(
     config: Config,
-    splits: data.Splits,
+    splits: sources.Splits,
     device: torch.device,
     ranks: Ranks = SINGLE,
     *,
@@ -114,7 +117,7 @@ def build(
 
 def train(
     config: Config,
-    splits: data.Splits,
+    splits: sources.Splits,
     out: Path | None,
     device: torch.device | str = "cpu",
     *,

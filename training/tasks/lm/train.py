@@ -17,9 +17,10 @@ from torch import Tensor, nn
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
 from training.loop import FitOptions, Optimised
-from training.tasks.lm.config import Config
-from training.tasks.lm.data import Corpus, windows
-from training.tasks.lm.model import SPEC, CharLM
+
+from .config import Config
+from .data import Corpus, windows
+from .model import SPEC, CharLM
 
 LN2 = math.log(2.0)
 
@@ -52,6 +53,8 @@ def bits(model: CharLM, x: Tensor, y: Tensor, chunk: int = 64) -> float:
 
 class LMTask(Optimised):
     """One seeded run: the model, AdamW, the schedule, the window sampler, fixed validation windows."""
+
+    model: CharLM
 
     def __init__(self, config: Config, corpus: Corpus, device: torch.device, ranks: Ranks = SINGLE) -> None:
         torch.manual_seed(config.seed)

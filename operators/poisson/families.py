@@ -1,7 +1,7 @@
 r"""Source families beyond the training distribution: spectra, structure and amplitude the model never saw.
 
 Every family draws Chebyshev coefficient matrices ``(count, m, m)`` (float64, seeded); the exact solutions
-come from :class:`~training.tasks.poisson.solver.PoissonSolver` (see :func:`make`). The families:
+come from :class:`~operators.poisson.solver.PoissonSolver` (:func:`operators.poisson.sources.make`). The families:
 
 * ``decaying``: the training family's first half, ``f_kl = z_kl ρ^{k+l}`` (``ρ = 0.7``, modes ``< 12``);
 * ``ood``: the historical out-of-distribution set: ``ρ = 0.85``, all ``n`` modes;
@@ -30,14 +30,9 @@ from torch import Tensor
 
 from instances.chebyshev import coefficients, points
 
+from .norms import l2_norm_sq, unit
+
 Draw = Callable[[int, torch.Generator, int], Tensor]
-
-
-def unit(f: Tensor) -> Tensor:
-    """Each source scaled to unit ``L²([-1,1]²)`` norm."""
-    from .data import l2_norm_sq
-
-    return f / l2_norm_sq(f).sqrt()[:, None, None]
 
 
 def gaussian(count: int, g: torch.Generator, n: int, std: Tensor) -> Tensor:
@@ -86,8 +81,6 @@ def _sines(count: int, g: torch.Generator, n: int) -> Tensor:
 
 def truncation_of_sines(count: int, n: int, seed: int = 0) -> float:
     """The largest relative L² norm of the sines' series beyond ``n`` terms (what ``sines`` leaves out)."""
-    from .data import l2_norm_sq
-
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(count, 3, generator=g, dtype=torch.float64)
     p, q = (_sine_factors(count, g, n, 4 * n) for _ in range(2))

@@ -14,11 +14,12 @@ from typing import Unpack
 import torch
 from torch import Tensor
 
+from operators.darcy import data
 from training import Trained, fit_config
 from training.loop import FitOptions, Optimised
-from training.tasks.darcy import data
-from training.tasks.darcy.config import Config
-from training.tasks.darcy.model import SPEC, DarcyModel, centred, roughness
+
+from .config import Config
+from .model import SPEC, DarcyModel, centred, roughness
 
 
 def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
@@ -54,6 +55,8 @@ def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
 
 class DarcyTask(Optimised):
     """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
+
+    model: DarcyModel
 
     def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
         self.config, self.device = config, device

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from training.tasks.poisson.solver import evaluate_2d
+from operators.poisson.solver import evaluate_2d
 
 Array = npt.NDArray[np.float64]
 
