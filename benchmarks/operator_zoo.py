@@ -4,7 +4,7 @@ Rows: **Poisson** (``Δu = f`` on ``[-1, 1]²``, ``u = 0`` on the boundary; the 
 **Darcy** in both coefficient families (``-∇·(a∇u) = 1`` on ``[0, 1]²``; log-normal and the FNO paper's piecewise
 ``a ∈ {3, 12}``), **Burgers** (1D periodic, ``ν = 0.1``, ``u0 ↦ u(·, 1)``) and **Navier--Stokes** in vorticity
 form on the unit torus (``ν = 1e-3``, ten states in, the next out, rolled out over the rest of the trajectory).
-Every row's data are generated here, seeded (:mod:`training.tasks.poisson.data`, :mod:`training.tasks.darcy.data`,
+Every row's data are generated here, seeded (:mod:`operators.poisson`, :mod:`operators.darcy`,
 :mod:`operators.burgers`, :mod:`operators.navier_stokes`), and sampled as a user's files would be; both models
 read the same samples through the same route (:mod:`training.tasks.operator`).
 
@@ -89,7 +89,7 @@ def _grid(fun: Tensor, points: int, lo: float = -1.0) -> Tensor:
 
 
 def poisson(s: Sizes, seed: int) -> Problem:
-    from training.tasks.poisson import data
+    from operators.poisson import sources as data
 
     def pairs(count: int, points: int, split: int) -> tuple[Tensor, Tensor]:
         d = data.make(data.IN_DISTRIBUTION, count, 3 * seed + split)
@@ -107,7 +107,7 @@ def poisson(s: Sizes, seed: int) -> Problem:
 
 def darcy(family: str) -> Callable[[Sizes, int], Problem]:
     def make(s: Sizes, seed: int) -> Problem:
-        from training.tasks.darcy import data
+        from operators.darcy import data
 
         splits = data.splits(family, s.train, s.test, s.points, seed)  # type: ignore[arg-type]
         fine = data.sample(family, s.test, 2 * s.points - 1, 2 * seed + 1)  # type: ignore[arg-type]
