@@ -36,10 +36,9 @@ from ._attention import (
     SoftplusAttention,
     attention,
     cannot_lower,
-    galerkin_lowering,
     generic_attention,
+    lowered,
     scaled_softmax,
-    sdpa_lowering,
     self_attention,
 )
 from ._data import DataStructure
@@ -47,18 +46,24 @@ from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
 from ._layers import layer_norm, mlp, residual
+from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, galerkin_lowering, sdpa_lowering
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._pairs import Pairs, PairsBasis
-from ._ring import REAL, Real, Ring
+from ._ring import REAL, Capability, Real, Ring
 from ._sized import Sized
 from ._structure import Applicative, Basis, Counit, Pointwise, Pointwise2, Stacked, Structure
 from ._vector import Vector
 
 __all__ = [
+    "FLEX",
+    "FLEX_EAGER",
+    "GALERKIN",
     "MLP",
     "REAL",
+    "SDPA",
     "Applicative",
     "Basis",
+    "Capability",
     "Causal",
     "CausalSoftmax",
     "Counit",
@@ -68,6 +73,7 @@ __all__ = [
     "LayerNorm",
     "Linear",
     "LinearAttention",
+    "Lowering",
     "MultiHeadAttention",
     "Normalise",
     "Pairs",
@@ -99,6 +105,7 @@ __all__ = [
     "join",
     "layer_norm",
     "linear",
+    "lowered",
     "mlp",
     "mul",
     "mul_mm",

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Ring, Structure, StructureError
+from applicative import Capability, Ring, Structure, StructureError
 from applicative.tensors import aligned, broadcast_batch, pad_before
 
 from . import _tree_convert as convert
@@ -144,7 +144,7 @@ def join(a: Tree, other: Structure, op: str) -> Structure:
 def inner(s: Tree, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
     """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
     if (
-        not ring.has("has_exp", "ordered")
+        not ring.has(Capability.SOFTMAX)
         or not _same_kind(s, other)
         or torch.compiler.is_compiling()
         or broadcast_batch(s.batch_shape, other.batch_shape) is None

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Normalise, Structure, StructureError
+from applicative import Field, Lowering, Normalise, Structure, StructureError
 from applicative.tensors import broadcast_shape, summary
 
 F = TypeVar("F", bound=Structure)
@@ -169,20 +169,24 @@ class EdgeSoftmax(Normalise):
         p = a * torch.exp(s - torch.where(torch.isfinite(m), m, 0))
         return scores.with_tensor(p / p.sum(-1, keepdim=True).clamp_min(torch.finfo(t.dtype).tiny))
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        """Attention along the edges in time and memory linear in them (no ``n x n`` tensor); not causal."""
-        if causal:
-            return None
-        g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
-        out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, self.scale)
-        return cast(
-            "Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring)
-        )
+    @property
+    def lowering(self) -> Lowering | None:
+        return EDGES
 
-    def lowers(self, *, causal: bool = False) -> bool:
-        return not causal  # edges carry no order
+
+def _edges(
+    scale: float, causal: bool, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]
+) -> Field[*I, G] | None:
+    """Attention along the edges in time and memory linear in them (no ``n x n`` tensor); not causal."""
+    if causal:
+        return None
+    g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
+    out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, scale)
+    return cast("Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+#: :class:`EdgeSoftmax`'s lowering: a segment softmax over the edge list (edges carry no order: no causal form)
+EDGES = Lowering("edges", _edges, causal=False)
 
 
 def _graph_axes(axes: Sequence[Structure], op: str) -> Graph:

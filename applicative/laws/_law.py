@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .._field import Field
-from .._ring import Ring
+from .._ring import Capability, Ring
 from .._structure import Structure
 from .._tensor import broadcast_shape
 from .._vector import Vector
@@ -49,7 +49,7 @@ class Law:
 
 def real_only(case: Case) -> str | None:
     """Applicability for laws that only make sense over the real numbers (softmax, layer norm)."""
-    if case.ring.has("has_exp", "ordered"):
+    if case.ring.has(Capability.SOFTMAX):
         return None
     return f"needs an ordered ring with exp (the real ring), not {case.ring!r}"
 
