@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from ._algebra import affine_through, linear, pointwise
 from ._attention import Normalise, attention, scaled_softmax
+from ._data import unsqueeze_batch
 from ._errors import StructureError
 from ._field import Field, expect_field
 from ._layers import layer_norm
@@ -191,7 +192,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
         t = unflatten(t, -1, (self.heads, per_head.size)).transpose(-2, -3)
-        return Field.unchecked(t, (s.unsqueeze_batch(-1), per_head), self.ring)
+        return Field.unchecked(t, (unsqueeze_batch(s, -1), per_head), self.ring)
 
     def using(self, normalise: Normalise) -> Self:
         """This layer with another normalisation, sharing its parameters (a fused and an unfused route of one

@@ -28,6 +28,7 @@ from .._attention import (
     cannot_lower,
     lowered,
 )
+from .._data import unsqueeze_batch
 from .._field import Field
 from ._arbitrary import Isomorphism
 from ._law import AnyField, Case, Equation, Law, real_only
@@ -70,10 +71,10 @@ def _queries(case: Case) -> Equation:
 
 def _heads(case: Case) -> Equation:
     g, m, n = case.vec(case.size("g")), case.vec(case.size("m")), case.vec(case.size("n"))
-    q = case.value("queries", (m, case.s.unsqueeze_batch(-1)), None)
-    k = case.value("keys", (n, case.s.unsqueeze_batch(-1)), None)
+    q = case.value("queries", (m, unsqueeze_batch(case.s, -1)), None)
+    k = case.value("keys", (n, unsqueeze_batch(case.s, -1)), None)
     v = case.value("values", (n, g))
-    iso = case.arb.isomorphism(case.s.unsqueeze_batch(-1), case.draw)
+    iso = case.arb.isomorphism(unsqueeze_batch(case.s, -1), case.draw)
     assert iso is not None
     case.note("isomorphism", iso.description)
     return Equation(attention(_SOFTMAX, _move(iso, q, -1), _move(iso, k, -1), v), attention(_SOFTMAX, q, k, v))
@@ -89,8 +90,8 @@ def _fused_keys(case: Case) -> Equation:
 
 def _fused_heads(case: Case) -> Equation:
     g, m, n = case.vec(case.size("g")), case.vec(case.size("m")), case.vec(case.size("n"))
-    q = case.value("queries", (m, case.s.unsqueeze_batch(-1)), None)
-    k = case.value("keys", (n, case.s.unsqueeze_batch(-1)), None)
+    q = case.value("queries", (m, unsqueeze_batch(case.s, -1)), None)
+    k = case.value("keys", (n, unsqueeze_batch(case.s, -1)), None)
     v = case.value("values", (n, g))
     return Equation(attention(_SOFTMAX, q, k, v, fused=True), attention(_SOFTMAX, q, k, v, fused=False))
 
