@@ -8,7 +8,7 @@ diagram asks only that (:class:`Drawn`), never the model's class.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from applicative import LayerNorm, Linear, MultiHeadAttention, Structure, StructureError
@@ -53,6 +53,34 @@ class Step:
     caps: tuple[Gadget, ...] = ()
     inner: tuple[Tubes, ...] = ()
     label: str = ""
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A model's tube diagram: its steps in forward order."""
+
+    steps: tuple[Step, ...] = field(default=())
+
+    @property
+    def tubes(self) -> tuple[Structure, ...]:
+        """Every structure that has a tube somewhere in the diagram, in order of first appearance."""
+        seen: dict[Structure, None] = {}
+        for s in self.steps:
+            for t in (*s.inputs, s.output, *s.inner, *(p.tubes for p in s.parameters)):
+                seen.update(dict.fromkeys(t))
+        return tuple(seen)
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        return tuple(p for s in self.steps for p in s.parameters)
+
+    @property
+    def pants(self) -> tuple[Gadget, ...]:
+        return tuple(g for s in self.steps for g in s.pants)
+
+    @property
+    def caps(self) -> tuple[Gadget, ...]:
+        return tuple(g for s in self.steps for g in s.caps)
 
 
 @runtime_checkable

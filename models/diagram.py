@@ -20,44 +20,15 @@ sequence structure the caller names. :func:`render` draws it with matplotlib (im
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch import nn
 
 from applicative import Structure
 
-from ._drawing import Gadget, Parameter, Step, Tubes, steps_of
+from ._drawing import Diagram, Gadget, Parameter, Step, Tubes, steps_of
 
 __all__ = ["Diagram", "Gadget", "Parameter", "Step", "Tubes", "diagram", "render"]
-
-
-@dataclass(frozen=True)
-class Diagram:
-    """A model's tube diagram: its steps in forward order."""
-
-    steps: tuple[Step, ...] = field(default=())
-
-    @property
-    def tubes(self) -> tuple[Structure, ...]:
-        """Every structure that has a tube somewhere in the diagram, in order of first appearance."""
-        seen: dict[Structure, None] = {}
-        for s in self.steps:
-            for t in (*s.inputs, s.output, *s.inner, *(p.tubes for p in s.parameters)):
-                seen.update(dict.fromkeys(t))
-        return tuple(seen)
-
-    @property
-    def parameters(self) -> tuple[Parameter, ...]:
-        return tuple(p for s in self.steps for p in s.parameters)
-
-    @property
-    def pants(self) -> tuple[Gadget, ...]:
-        return tuple(g for s in self.steps for g in s.pants)
-
-    @property
-    def caps(self) -> tuple[Gadget, ...]:
-        return tuple(g for s in self.steps for g in s.caps)
 
 
 def diagram(model: nn.Module, sequence: Structure | None = None, memory: Structure | None = None) -> Diagram:
