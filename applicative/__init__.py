@@ -1,9 +1,9 @@
 """Generic Transformers over applicative structures.
 
-A Transformer is written once against three protocols -- :class:`Applicative`
-(``pure``, ``zip_with``/``pair``, ``fmap``), :class:`Counit` (collapse a
-structure) and :class:`Ring` (``zero``, ``add``, ``mul``) -- and values are
-:class:`Field` tensors whose trailing axes belong to typed structures.
+A Transformer is written once against two abstract bases -- :class:`Structure` (an applicative with a counit:
+``pure``, ``zip_with``/``pair``, ``fmap``, ``counit``, all derived from a small contract) and :class:`Ring`
+(``zero``, ``add``, ``mul``) -- and values are :class:`Field` tensors whose trailing axes belong to typed
+structures.
 """
 
 from ._algebra import (
@@ -36,44 +36,50 @@ from ._attention import (
     SoftplusAttention,
     attention,
     cannot_lower,
-    galerkin_lowering,
     generic_attention,
+    lowered,
     scaled_softmax,
-    sdpa_lowering,
     self_attention,
 )
-from ._data import DataStructure
+from ._data import DataStructure, same_values, unsqueeze_batch
 from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
 from ._layers import layer_norm, mlp, residual
+from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, galerkin_lowering, sdpa_lowering
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._pairs import Pairs, PairsBasis
-from ._ring import REAL, Real, Ring
+from ._ragged import Ragged
+from ._ring import REAL, Capability, Real, Ring
 from ._sized import Sized
-from ._structure import Applicative, Basis, Counit, Pointwise, Pointwise2, Stacked, Structure
+from ._structure import Basis, Pointwise, Pointwise2, Stacked, Structure
 from ._vector import Vector
 
 __all__ = [
+    "FLEX",
+    "FLEX_EAGER",
+    "GALERKIN",
     "MLP",
     "REAL",
-    "Applicative",
+    "SDPA",
     "Basis",
+    "Capability",
     "Causal",
     "CausalSoftmax",
-    "Counit",
     "DataStructure",
     "Field",
     "FlexSoftmax",
     "LayerNorm",
     "Linear",
     "LinearAttention",
+    "Lowering",
     "MultiHeadAttention",
     "Normalise",
     "Pairs",
     "PairsBasis",
     "Pointwise",
     "Pointwise2",
+    "Ragged",
     "Real",
     "ReluAttention",
     "Ring",
@@ -99,6 +105,7 @@ __all__ = [
     "join",
     "layer_norm",
     "linear",
+    "lowered",
     "mlp",
     "mul",
     "mul_mm",
@@ -110,10 +117,12 @@ __all__ = [
     "pointwise2",
     "pure",
     "residual",
+    "same_values",
     "scale",
     "scaled_softmax",
     "sdpa_lowering",
     "self_attention",
     "stack",
+    "unsqueeze_batch",
     "zip_with",
 ]

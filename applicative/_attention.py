@@ -19,38 +19,28 @@ the scores, i.e. on the keys' structure ``F``:
 * :class:`SoftplusAttention` -- ``softplus(scale * s)`` normalised by its counit,
 * :class:`LinearAttention` -- ``scale * s`` unnormalised (a signed integral kernel).
 
-Lowering. Every structure lowers, from its contract alone: the heads'
-structure ``H`` contracts with a metric ``M = L Lᵀ`` (``diag(w)`` at its
-positions, or the Gram matrix of its basis) and the keys' structure has a
-measure ``w`` at its positions (a structure stored in another basis is
-sampled at the quadrature points of its product grid), so
-``softmax(q M kᵀ) M v`` is one call of
-:func:`torch.nn.functional.scaled_dot_product_attention` on ``q L``, ``k L``
-and ``v`` with additive bias ``log w``. That is what :func:`attention` runs
-whenever the normalisation is a softmax over the real ring (:func:`cannot_lower`
-says why not otherwise); ``fused=False`` runs the generic definition instead.
+Each declares the one kernel that computes it (:attr:`Normalise.lowering`, a value of
+:mod:`applicative._lowering`); :func:`attention` runs that kernel where it applies and the generic
+definition otherwise, and :func:`cannot_lower` says why not, in one place.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, TypeVarTuple, cast
+from typing import TypeVar, TypeVarTuple
 
 import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from . import _kernels as kernels
-from ._algebra import _on, fmap_last, join, mul_mm, mul_mmt
+from ._algebra import join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
-from ._flex import flex_provides, flex_softmax_attention
-from ._ring import Ring
+from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, at_each_query
+from ._ring import Capability, Ring
 from ._structure import Structure
-from ._tensor import broadcast_shape, unflatten
 
 F = TypeVar("F", bound=Structure)
 G = TypeVar("G", bound=Structure)
@@ -64,10 +54,9 @@ class Normalise(abc.ABC):
     Besides its generic definition (``__call__``) a normalisation declares its capabilities,
     which generic code asks instead of testing classes (the law checker checks them):
 
-    * :meth:`lower` -- its one lowering: a kernel for the whole attention that equals the generic
-      definition (``None``: it has none), with keys after the query hidden when asked ``causal``;
-    * :meth:`lowers` -- whether :meth:`lower` gives a kernel (plain, or ``causal``);
-    * :attr:`needs` -- what it needs of the ring (:meth:`~applicative.Ring.has`);
+    * :attr:`lowering` -- the one kernel that computes the whole attention (``None``: none), a
+      :class:`~applicative._lowering.Lowering`;
+    * :attr:`needs` -- what its definition needs of the ring (a :class:`~applicative.Capability`);
     * :attr:`causal` -- whether key position ``j`` is hidden from query position ``i < j``
       (then the keys' structure needs an order, capability ``ordered``).
     """
@@ -75,7 +64,7 @@ class Normalise(abc.ABC):
     #: multiplies the scores first (``1/sqrt(d_k)`` for scaled dot-product attention)
     scale: float
     #: the ring capabilities the definition needs (a softmax: an order and ``exp``)
-    needs: tuple[str, ...] = ("has_exp", "ordered")
+    needs: Capability = Capability.SOFTMAX
     #: key position ``j`` is hidden from query position ``i < j``
     causal: bool = False
 
@@ -83,26 +72,15 @@ class Normalise(abc.ABC):
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         """The generic definition, on the scores ``*I x F``."""
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        """This normalisation's kernel for the whole attention (``None``, the default: none).
+    @property
+    def lowering(self) -> Lowering | None:
+        """The kernel that computes the whole attention and equals the generic definition (``None``: none).
 
-        Tried first by :func:`attention` with ``fused=True``; it must equal the generic definition
-        (``causal``: of ``Causal(self)``). Examples: a softmax lowers to one
-        ``scaled_dot_product_attention`` call (:func:`sdpa_lowering`), a linear normalisation to the
-        Galerkin form (:func:`galerkin_lowering`), a sparse mask to an edge-list kernel
-        (``instances.EdgeSoftmax``).
+        A softmax declares :data:`~applicative._lowering.SDPA` (one ``scaled_dot_product_attention`` call), a
+        linear normalisation :data:`~applicative._lowering.GALERKIN`, a sparse mask its own
+        (``instances.EdgeSoftmax``: an edge-list kernel).
         """
         return None
-
-    def lowers(self, *, causal: bool = False) -> bool:
-        """Whether :meth:`lower` gives a kernel (``causal``: for ``Causal(self)``); declare it beside ``lower``.
-
-        The default: a normalisation that overrides :meth:`lower` lowers, causal or not. One whose
-        lowering is not causal (:class:`LinearAttention`) says ``not causal``.
-        """
-        return type(self).lower is not Normalise.lower
 
     def name(self) -> str:
         """How errors name this normalisation (its class; ``Causal(Inner)`` for a causal wrapper)."""
@@ -110,7 +88,7 @@ class Normalise(abc.ABC):
 
     def check_ring(self, ring: Ring, op: str) -> None:
         """Raise :class:`StructureError` naming ``op`` unless ``ring`` has what this normalisation :attr:`needs`."""
-        ring.require(op, type(self).__name__, *self.needs)
+        ring.require(op, type(self).__name__, self.needs)
 
 
 def _last(scores: Field[*I, F]) -> Structure:
@@ -126,10 +104,9 @@ class ScaledSoftmax(Normalise):
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(_last(scores).softmax(scores.tensor * self.scale, -1))
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        return sdpa_lowering(Causal(self) if causal else self, queries, keys, values, causal=causal)
+    @property
+    def lowering(self) -> Lowering | None:
+        return SDPA
 
 
 @dataclass(frozen=True)
@@ -144,11 +121,9 @@ class FlexSoftmax(ScaledSoftmax):
 
     compiled: bool = True
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        norm = Causal(self) if causal else self
-        return sdpa_lowering(norm, queries, keys, values, causal=causal, flex=self.compiled)
+    @property
+    def lowering(self) -> Lowering | None:
+        return FLEX if self.compiled else FLEX_EAGER
 
 
 @dataclass(frozen=True)
@@ -169,14 +144,17 @@ class Causal(Normalise):
         return self.inner.scale
 
     @property
-    def needs(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs(self) -> Capability:  # type: ignore[override]
         return self.inner.needs
+
+    @property
+    def lowering(self) -> Lowering | None:
+        """The inner normalisation's lowering, if it computes the causal form too."""
+        inner = self.inner.lowering
+        return inner if inner is not None and inner.causal else None
 
     def name(self) -> str:
         return type(self).__name__ if type(self) is not Causal else f"Causal({self.inner.name()})"
-
-    def lowers(self, *, causal: bool = False) -> bool:
-        return self.inner.lowers(causal=True)
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         s = scores.structures
@@ -187,11 +165,6 @@ class Causal(Normalise):
         n = s[-1].size
         future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
         return self.inner(scores.with_tensor(scores.tensor.masked_fill(future, float("-inf"))))
-
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        return self.inner.lower(queries, keys, values, causal=True)
 
 
 class CausalSoftmax(Causal):
@@ -206,7 +179,7 @@ class ReluAttention(Normalise):
     """``relu(scale * s) / counit (pure 1)``: ReLU attention divided by the sequence length."""
 
     scale: float = 1.0
-    needs = ("ordered",)
+    needs = Capability.ORDERED
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         f = _last(scores)
@@ -234,24 +207,20 @@ class LinearAttention(Normalise):
     a linear integral operator, which may be negative (softmax kernels are
     positive and integrate to one). Suits linear targets such as ``Δ⁻¹``.
 
-    Its :meth:`~Normalise.lower` is associative: the fused route computes the Galerkin form
+    Its lowering is associative: the fused route computes the Galerkin form
     ``scale · q (∫ k(t) v(t)ᵀ dt)`` (Cao 2021), two contractions whose cost is linear
     in the number of key positions, instead of the ``|I| x |F|`` scores.
     """
 
     scale: float = 1.0
-    needs = ()
+    needs = Capability(0)
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         return scores.with_tensor(scores.tensor * self.scale)
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        return None if causal else galerkin_lowering(self, queries, keys, values)
-
-    def lowers(self, *, causal: bool = False) -> bool:
-        return not causal  # the Galerkin form has no causal mask
+    @property
+    def lowering(self) -> Lowering | None:
+        return GALERKIN  # no causal form: Causal(LinearAttention) has none
 
 
 def scaled_softmax(key_size: int) -> ScaledSoftmax:
@@ -274,7 +243,7 @@ def attention(
         queries: ``*I x H`` -- one query per output position.
         keys: ``F x H``.
         values: ``F x G``.
-        fused: lower to ``scaled_dot_product_attention`` when the structures allow.
+        fused: run the normalisation's declared lowering where it applies (:func:`lowered`).
 
     Returns:
         ``*I x G``.
@@ -282,165 +251,46 @@ def attention(
     check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
-    own = normalise.lower(queries, keys, values) if fused else None
-    if own is not None:
-        return own
-    return generic_attention(normalise, queries, keys, values)
+    own = lowered(normalise, queries, keys, values) if fused else None
+    return own if own is not None else generic_attention(normalise, queries, keys, values)
+
+
+def lowered(normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Field[*I, G] | None:
+    """Attention by ``normalise``'s declared :attr:`~Normalise.lowering` (``None`` where it has none that applies:
+    no lowering, no causal form, a ring without what it needs, or a kernel that declines these fields)."""
+    lowering = normalise.lowering
+    if lowering is None or (normalise.causal and not lowering.causal) or not queries.ring.has(lowering.needs):
+        return None
+    if normalise.causal:
+        keys.structures[0].require_order("causal attention")
+    return lowering.kernel(normalise.scale, normalise.causal, queries, keys, values)
 
 
 def generic_attention(
     normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]
 ) -> Field[*I, G]:
     """The definition ``normalise(queries · keys) · values``, at each position of the queries' outer structures."""
-    return _at_each_query(lambda q: _definition(normalise, q, keys, values), queries, values)
 
+    def definition(q: Field[*I, H]) -> Tensor:
+        return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
 
-def _definition(normalise: Normalise, q: Field[*I, H], keys: Field[F, H], values: Field[F, G]) -> Tensor:
-    return mul_mm(normalise(mul_mmt(keys, q)), values).tensor  # scores *I x F
-
-
-def _at_each_query(
-    attend: Callable[[Field[*I, H]], Tensor], queries: Field[*I, H], values: Field[F, G]
-) -> Field[*I, G]:
-    """``attend`` at each position of the queries' outer structures (``fmap`` over ``*I``): ``*I x G``."""
-
-    def at(tq: Tensor) -> Tensor:
-        return attend(Field.unchecked(tq, queries.axes, queries.ring))
-
-    return _result(fmap_last(at, queries.tensor, queries.structures), queries, values)
-
-
-def _result(out: Tensor, queries: Field[*I, H], values: Field[F, G]) -> Field[*I, G]:
-    """An attention's output tensor as a field on the queries' outer structures and the values' features."""
-    return cast("Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
-
-
-def _joined(q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> tuple[Structure, Structure, Tensor, Tensor, Tensor]:
-    """The heads' structure ``h``, the keys' structure ``f``, and ``q``, ``k``, ``v`` refined onto them."""
-    h = join("attention", "the queries' features", q.structures[-1], "the keys' features", k.structures[1])
-    f = join("attention", "the keys' positions", k.structures[0], "the values' positions", v.structures[0])
-    tq = _on(q.structures[-1], q.tensor, -1, h)
-    tk = _on(k.structures[0], _on(k.structures[1], k.tensor, -1, h), -2, f)
-    tv = _on(v.structures[0], v.tensor, -2, f)
-    return h, f, tq, tk, tv
-
-
-def sdpa_lowering(
-    normalise: Normalise,
-    queries: Field[*I, H],
-    keys: Field[F, H],
-    values: Field[F, G],
-    *,
-    causal: bool = False,
-    flex: bool | None = None,
-) -> Field[*I, G] | None:
-    """A softmax ``normalise`` (``softmax(scale · s)``, ``causal`` or not) as ``scaled_dot_product_attention``.
-
-    ``None`` over a ring without an order and ``exp``; at a position of the queries' outer
-    structures where the kernel does not apply (causal with several query axes) the generic
-    definition of ``normalise`` runs there. ``flex`` (``True``: compiled, ``False``: eager) runs
-    ``flex_attention`` with a block mask instead (:func:`applicative.flex_softmax_attention`).
-    """
-    if not queries.ring.has("has_exp", "ordered"):
-        return None
-    if causal:
-        join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
-        keys.structures[0].require_order("causal attention")
-
-    def attend(q: Field[*I, H]) -> Tensor:
-        lowered = _sdpa(normalise.scale, causal, q, keys, values, flex)
-        return lowered if lowered is not None else _definition(normalise, q, keys, values)
-
-    return _at_each_query(attend, queries, values)
-
-
-def galerkin_lowering(normalise: Normalise, q: Field[*I, H], k: Field[F, H], v: Field[F, G]) -> Field[*I, G]:
-    """``scale · q M_H (kᵀ M_F v)``: attention whose weights are linear in the scores, associated to the right.
-
-    ``kᵀ M_F v`` (``H x G``) is one contraction over the keys' structure (its measure or metric,
-    per example), then each query contracts with it over ``H``. Linear in ``q``, so it commutes with
-    the ``fmap`` over the queries' outer structures and runs on their stored values directly.
-    """
-    h, f, tq, tk, tv = _joined(q, k, v)
-    kv = f.contract(tk.transpose(-1, -2), tv, q.ring)  # (..., H, G)
-    ni = len(q.axes) - 1
-    lead = tq.shape[: tq.ndim - 1 - ni]
-    flat = tq.reshape(*lead, -1, tq.shape[-1])  # (..., |I|, H): the queries' outer axes as rows
-    out = h.contract(flat, kv, q.ring)  # (..., |I|, G)
-    out = q.ring.mul(out.new_full((), normalise.scale), out) if normalise.scale != 1.0 else out
-    out = out.reshape(*out.shape[:-2], *tq.shape[tq.ndim - 1 - ni : -1], out.shape[-1])
-    return _result(out, q, v)
+    return at_each_query(definition, queries, values)
 
 
 def cannot_lower(normalise: Normalise, ring: Ring) -> str | None:
     """Why attention with ``normalise`` over ``ring`` cannot run as one fused kernel (``None``: it can).
 
-    Every structure lowers (its measure gives the bias, its metric the factor);
-    what cannot is a normalisation whose :meth:`~Normalise.lowers` says no (it declares no
-    :meth:`~Normalise.lower`, or not a causal one), or a ring without what it :attr:`~Normalise.needs`.
+    Every structure lowers (its measure gives the bias, its metric the factor); what cannot is a
+    normalisation that declares no :attr:`~Normalise.lowering` (or none with a causal form), or a ring
+    without what the lowering :attr:`~applicative._lowering.Lowering.needs`.
     """
-    if not normalise.lowers():
-        return f"{normalise.name()} declares no lowering (Normalise.lower, asked by Normalise.lowers)"
-    missing = [c for c in normalise.needs if not getattr(ring, c)]
+    lowering = normalise.lowering
+    if lowering is None:
+        return f"{normalise.name()} declares no lowering (Normalise.lowering)"
+    missing = lowering.needs & ~ring.capabilities
     if missing:
-        return f"{normalise.name()} needs a ring with {' and '.join(missing)}, not {ring!r}"
+        return f"{normalise.name()} needs a ring with {missing.words()}, not {ring!r}"
     return None
-
-
-def _sdpa(
-    scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[F, G], flex: bool | None = None
-) -> Tensor | None:
-    """Run softmax attention as one fused kernel (the output tensor, ``*I x G``), or return ``None`` if it cannot.
-
-    ``softmax(q M kᵀ) M v`` with ``M = L Lᵀ`` the heads' metric and ``w`` the keys'
-    measure is ``sdpa(q L, k L, v, bias = log w)`` with keys and values at the
-    keys' positions (:func:`applicative._kernels.lowered_keys`).
-    """
-    ni = len(q.axes) - 1
-    if causal and ni != 1:
-        return None
-    h, f, tq, tk, tv = _joined(q, k, v)
-    qf = kernels.factor(h, tq)
-    kf, tv, log_w = kernels.lowered_keys(f, kernels.factor(h, tk), tv)
-    i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
-    qf = qf.unsqueeze(-2) if ni == 0 else qf.flatten(qf.ndim - 1 - ni, qf.ndim - 2)  # (..., L, e)
-    if not qf.shape[:-2] == kf.shape[:-2] == tv.shape[:-2]:
-        batch = broadcast_shape(qf.shape[:-2], kf.shape[:-2], tv.shape[:-2])
-        qf = qf.expand(*batch, *qf.shape[-2:])
-        kf = kf.expand(*batch, *kf.shape[-2:])
-        tv = tv.expand(*batch, *tv.shape[-2:])
-    qf, kf, tv, log_w, lead = _one_batch_axis(qf, kf, tv, log_w)
-    if flex is not None and flex_provides(qf, kf, tv, flex):  # the block-mask kernel (compiled when flex is True)
-        out = flex_softmax_attention(qf, kf, tv, log_w, causal=causal, scale=scale, compiled=flex)
-    elif log_w is None:
-        out = nnf.scaled_dot_product_attention(qf, kf, tv, is_causal=causal, scale=scale)
-    else:
-        mask = log_w.unsqueeze(-2).to(qf.dtype)  # (..., 1, S) additive bias
-        if causal:
-            future = torch.ones(qf.shape[-2], kf.shape[-2], dtype=torch.bool, device=qf.device).triu(1)
-            mask = mask.masked_fill(future, float("-inf"))
-        out = nnf.scaled_dot_product_attention(qf, kf, tv, attn_mask=mask, scale=scale)
-    out = out if lead is None else out.reshape(*lead, *out.shape[1:])
-    return out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)  # *I x G
-
-
-def _one_batch_axis(
-    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor | None, tuple[int, ...] | None]:
-    """``(N, H, L, E)`` from ``(*lead, H, L, E)`` with several ``lead`` axes (``lead``: ``None`` if already so).
-
-    SDPA's CPU kernels take four dimensions; with more it runs its unfused math path (measured: 1.5 times
-    the time, forward and backward, for the Darcy grid reader's ``(16, 33, 4, 20 | 33, 8)``). ``q``, ``k``,
-    ``v`` share their batch shape; a per-example ``log_w`` (broadcasting to ``k``'s ``(*lead, H, S)``) is
-    flattened with them.
-    """
-    lead = tuple(q.shape[:-3])
-    if len(lead) < 2:
-        return q, k, v, log_w, None
-    q, k, v = (t.reshape(-1, *t.shape[-3:]) for t in (q, k, v))
-    if log_w is not None and log_w.ndim > 1:
-        log_w = log_w.expand(*lead, *k.shape[-3:-1]).reshape(-1, *k.shape[-3:-1])
-    return q, k, v, log_w, lead
 
 
 def self_attention(

@@ -1,8 +1,8 @@
-"""What the derived kernels see of a structure: the contract, as a protocol.
+"""What the derived kernels see of a structure, as a protocol: the signatures only.
 
-:mod:`applicative._kernels` is written against :class:`Contract` alone, so it does not
-import :mod:`applicative._structure` (which calls the kernels); every
-:class:`~applicative.Structure` satisfies it.
+The contract is described once, by :class:`~applicative.Structure` (``help(Structure)``). :class:`Contract`
+names the part of it the kernels call, so that :mod:`applicative._kernels` does not import
+:mod:`applicative._structure` (which calls the kernels); every ``Structure`` satisfies it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Basis(abc.ABC):
 
 
 class Contract(Protocol):
-    """A structure as the kernels use it: its contract, and the operations derived from it (which may be fused)."""
+    """A :class:`~applicative.Structure` as the kernels call it (see its docstring for what each member means)."""
 
     def __hash__(self) -> int: ...
 

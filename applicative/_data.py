@@ -1,22 +1,27 @@
 """The plumbing of a structure that carries per-example tensors, declared once.
 
-A structure determined by its size (:class:`~applicative.Vector`) carries no
-data. One whose positions differ per example (padded lengths, probabilities,
-amplitudes) names its tensor attributes in :attr:`DataStructure.tensors`; from
-that it gets ``data`` / ``with_data`` / ``static`` / ``batch_shape``, and through
-them (from :class:`~applicative.Structure`) equality, hashing, ``.to(device)``,
-batch indexing, concatenation and pytree flattening.
+A structure determined by its size (:class:`~applicative.Vector`) carries no data and none of this. One whose
+positions differ per example (padded lengths, probabilities, amplitudes, trees, DAGs) derives from
+:class:`DataStructure` and names its tensor attributes in :attr:`DataStructure.tensors`; from that it gets
+``data`` / ``with_data`` / ``static`` / ``batch_shape``, equality of the *same* tensors (no host sync),
+``.to(device)``, batch indexing, a batch axis inserted for heads, and concatenation (``cat``, collate).
+
+Generic code that holds any structure uses the free functions here (:func:`moved`, :func:`indexed`,
+:func:`unsqueeze_batch`, :func:`concat`, :func:`same_values`): a structure without data is its own answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import ClassVar, Self
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ClassVar, Self, TypeVar
 
 import torch
 from torch import Tensor
 
+from ._errors import StructureError
 from ._structure import Structure
+
+S = TypeVar("S", bound=Structure)
 
 
 class DataStructure(Structure):
@@ -55,5 +60,127 @@ class DataStructure(Structure):
         first: Tensor = getattr(self, self.tensors[0])
         return first.shape[: first.ndim - self.event_dims]
 
+    def __eq__(self, other: object) -> bool:
+        """Same class, same static part, and the *same* per-example tensors (never reads values: no host sync).
+
+        :meth:`equals` compares the data's values.
+        """
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return False
+        assert isinstance(other, DataStructure)
+        mine, theirs = self.data(), other.data()
+        return self.static() == other.static() and all(a is b for a, b in zip(mine, theirs, strict=True))
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.static()))
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.size}, batch={tuple(self.batch_shape)})"
+
+    def equals(self, other: Structure) -> bool:
+        """Equality of the per-example data's *values* (reads them: a host synchronisation on CUDA)."""
+        if type(other) is not type(self) or self.static() != other.static():
+            return False
+        return all(
+            a.shape == b.shape and bool(torch.equal(a, b.to(a.device)))
+            for a, b in zip(self.data(), other.data(), strict=True)
+        )
+
+    def unsqueeze_batch(self, dim: int) -> Self:
+        """This structure with a size-1 batch axis inserted into its per-example data."""
+        q = len(self.batch_shape)
+        pos = dim if dim >= 0 else q + 1 + dim
+        if not 0 <= pos <= q:
+            raise StructureError(f"{self!r}.unsqueeze_batch: axis {dim} out of range for batch rank {q}")
+        if pos == q:  # a trailing batch axis of size 1 is implicit
+            return self
+        return self._memo(("unsqueeze", pos), lambda: self.with_data(tuple(t.unsqueeze(pos) for t in self.data())))
+
+    def to(self, device: torch.device | str) -> Self:
+        """This structure with its per-example data on ``device`` (memoised: moving twice gives one object)."""
+        device = torch.device(device)
+        data = self.data()
+        if all(t.device == device for t in data):
+            return self
+        return self._memo(("to", device), lambda: self.with_data(tuple(t.to(device) for t in data)))
+
+    def index_batch(self, index: Any) -> Self:
+        """The examples ``index`` of the leading batch axis (an ``int`` drops the axis, as for tensors).
+
+        A broadcast axis of size 1 is kept (or dropped, for an ``int``).
+        """
+        if not self.batch_shape:
+            return self
+        if self.batch_shape[0] == 1:
+            return self.with_data(tuple(t[0] for t in self.data())) if isinstance(index, int) else self
+        return self.with_data(tuple(t[index] for t in self.data()))
+
+    @classmethod
+    def concat(cls, structures: Sequence[Self]) -> Self:
+        """Join batches along their leading batch axis (for ``cat``/collate); override to pad to a common size.
+
+        One structure shared by every example (no batch axis) joins with itself.
+        """
+        first = structures[0]
+        if all(s == first for s in structures) and not first.batch_shape:  # shared by every example
+            return first
+        if any(type(s) is not cls or s.size != first.size for s in structures):
+            raise StructureError(
+                f"cannot concatenate fields on different structures {[repr(s) for s in structures][:4]}; "
+                "build the batch on one structure"
+            )
+        if any(not s.batch_shape for s in structures):
+            raise StructureError(
+                f"cannot concatenate {first!r} and others without a batch axis; give each a batch of its own"
+            )
+        parts = [s.data() for s in structures]
+        return first.with_data(tuple(torch.cat(ts, 0) for ts in zip(*parts, strict=True)))
+
+    def _memo(self, key: Hashable, build: Callable[[], Self]) -> Self:
+        # Why a cache in a value: equality compares the per-example tensors by identity (no host sync), so
+        # a derived structure (unsqueezed, moved) must be the *same* object each time it is derived, or two
+        # derivations of one structure would not join. The cached value is a pure function of ``key`` and
+        # this structure's immutable fields, and the cache is no part of ``static``/``data``: it cannot
+        # change what equality or a result says.
+        memo: dict[Hashable, Any] = self.__dict__.setdefault("_memo_cache", {})
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]  # type: ignore[no-any-return]
+
+
+# ---- for generic code holding any structure: one without data is its own answer ----------------------
+
+
+def moved(s: S, device: torch.device | str) -> S:
+    """``s`` with its per-example data on ``device``."""
+    return s.to(device) if isinstance(s, DataStructure) else s
+
+
+def indexed(s: S, index: Any) -> S:
+    """The examples ``index`` of ``s``'s leading batch axis."""
+    return s.index_batch(index) if isinstance(s, DataStructure) else s
+
+
+def unsqueeze_batch(s: S, dim: int) -> S:
+    """``s`` with a size-1 batch axis inserted at ``dim`` into its per-example data (heads as a batch axis)."""
+    return s.unsqueeze_batch(dim) if isinstance(s, DataStructure) else s
+
+
+def concat(structures: Sequence[S]) -> S:
+    """Batches of one kind of structure joined along their leading batch axis (for ``cat`` and collate)."""
+    first = structures[0]
+    if isinstance(first, DataStructure):
+        return type(first).concat(structures)  # type: ignore[arg-type]
+    if any(s != first for s in structures):
+        raise StructureError(
+            f"cannot concatenate fields on different structures {[repr(s) for s in structures][:4]}; "
+            "build the batch on one structure"
+        )
+    return first
+
+
+def same_values(a: Structure, b: Structure) -> bool:
+    """``a.equals(b)`` for structures with per-example data (compares values), ``a == b`` for others."""
+    return a.equals(b) if isinstance(a, DataStructure) else a == b

@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from torch import Tensor
 from torch.utils.data._utils.collate import default_collate_fn_map
 
+from ._data import concat, indexed, moved
 from ._errors import StructureError
 from ._ring import REAL, Ring
 from ._structure import Structure
@@ -105,7 +106,7 @@ class Field(Generic[*Axes]):
     def to(self, *args: Any, **kwargs: Any) -> Field[*Axes]:
         """``tensor.to(...)``; a change of device moves the structures' per-example data too."""
         t = self.tensor.to(*args, **kwargs)  # torch parses the arguments; the moved tensor says where to
-        axes = self.axes if t.device == self.tensor.device else tuple(s.to(t.device) for s in self.structures)
+        axes = self.axes if t.device == self.tensor.device else tuple(moved(s, t.device) for s in self.structures)
         return Field(t, axes, self.ring)  # type: ignore[arg-type]
 
     def __getitem__(self, index: Any) -> Field[*Axes]:
@@ -116,7 +117,7 @@ class Field(Generic[*Axes]):
             raise StructureError(
                 f"Field indexing selects examples along the first batch axis only, got the tuple {index!r:.60}"
             )
-        axes = tuple(s.index_batch(index) for s in self.structures)
+        axes = tuple(indexed(s, index) for s in self.structures)
         t = self.tensor[index]
         return Field(t, axes, self.ring)  # type: ignore[arg-type]
 
@@ -196,7 +197,7 @@ def cat(fields: Sequence[Field[*Axes]]) -> Field[*Axes]:
     tensors = [f.tensor for f in fields]
     for i in range(k):
         column = [f.structures[i] for f in fields]
-        joined = type(column[0]).concat(column)
+        joined = concat(column)
         axes.append(joined)
         dim = i - k
         tensors = [_pad_to(t, dim, joined.size) for t in tensors]

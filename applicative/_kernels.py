@@ -34,7 +34,7 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from ._errors import StructureError
-from ._ring import REAL, Ring
+from ._ring import REAL, Capability, Ring
 from ._tensor import aligned, broadcast_batch, broadcast_pair, pad_before
 
 if TYPE_CHECKING:
@@ -75,12 +75,12 @@ def log_weights(s: Contract, x: Tensor, d: int, points: int | None = None) -> tu
 
 def check_ring(s: Contract, ring: Ring, op: str) -> None:
     """A structure with a basis other than its positions needs the real ring (the change of basis is real-linear)."""
-    if s.basis is not None and not ring.has("has_exp", "ordered"):
+    if s.basis is not None and not ring.has(Capability.SOFTMAX):
         raise StructureError(
             f"{op}: {s!r} stores values in a basis other than its positions, and changing basis needs "
             f"the real ring, not {ring!r}; use a structure stored at its positions (a Vector) for other rings"
         )
-    if not ring.weighs:
+    if not ring.has(Capability.WEIGHS):
         lw = measure(s, torch.float64, torch.device("cpu"))
         if lw is not None:
             ring.weights(lw)  # raises, naming the ring
@@ -150,7 +150,7 @@ def contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
 
 def affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
     """``x Wᵀ + b`` contracting the last axis of ``x``: ``nnf.linear`` against the measure where it can."""
-    if ring.has("has_exp", "ordered") and weight.ndim == 2 and not s.batch_shape:
+    if ring.has(Capability.SOFTMAX) and weight.ndim == 2 and not s.batch_shape:
         if s.basis is not None:
             return nnf.linear(x, weight @ s.metric(weight.dtype, weight.device), bias)
         lw = measure(s, _real_dtype(x), x.device)

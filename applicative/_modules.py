@@ -10,18 +10,20 @@ own layers (``weight`` is ``(out, in)``; multi-head ``in_proj_weight`` is
 
 from __future__ import annotations
 
+import copy
 import math
-from typing import Any, Generic, TypeVar, TypeVarTuple, cast
+from typing import Any, Generic, Self, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
 
 from ._algebra import affine_through, linear, pointwise
 from ._attention import Normalise, attention, scaled_softmax
+from ._data import unsqueeze_batch
 from ._errors import StructureError
 from ._field import Field, expect_field
 from ._layers import layer_norm
-from ._ring import REAL, Ring
+from ._ring import REAL, Capability, Ring
 from ._structure import Pointwise, Structure
 from ._tensor import unflatten
 from ._vector import Vector
@@ -118,7 +120,7 @@ class LayerNorm(nn.Module, Generic[D]):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        ring.require("LayerNorm", "a mean and a variance", "has_exp", "ordered")
+        ring.require("LayerNorm", "a mean and a variance", Capability.SOFTMAX)
         d.check_ring(ring, "LayerNorm")
         self.d, self.eps = d, eps
         one = torch.ones((), dtype=dtype, device=device)
@@ -147,7 +149,8 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         key: per-head query/key structure (``Vector(d // heads)`` for the usual Transformer).
         value: per-head value structure.
         heads: number of heads.
-        normalise: the default normalisation (scaled softmax over ``key.size``).
+        normalise: the normalisation (default: a scaled softmax over ``key.size``), chosen here once;
+            :meth:`using` gives the same layer with another.
     """
 
     def __init__(
@@ -189,13 +192,20 @@ class MultiHeadAttention(nn.Module, Generic[D]):
     def _heads(self, t: Tensor, s: Structure, per_head: Structure) -> Field[Structure, Structure]:
         # (..., n, h * k) -> (..., h, n, k): heads become a batch axis
         t = unflatten(t, -1, (self.heads, per_head.size)).transpose(-2, -3)
-        return Field.unchecked(t, (s.unsqueeze_batch(-1), per_head), self.ring)
+        return Field.unchecked(t, (unsqueeze_batch(s, -1), per_head), self.ring)
+
+    def using(self, normalise: Normalise) -> Self:
+        """This layer with another normalisation, sharing its parameters (a fused and an unfused route of one
+        layer, say); the normalisation is checked against the ring as at construction."""
+        normalise.check_ring(self.ring, "MultiHeadAttention")
+        other = copy.copy(self)  # shallow: the parameters and submodules are this layer's own
+        other.normalise = normalise
+        return other
 
     def forward(
         self,
         x: Field[S, D],
         memory: Field[T, D] | None = None,
-        normalise: Normalise | None = None,
         position: tuple[Tensor, Tensor] | None = None,
     ) -> Field[S, D]:
         """Attend from ``x`` (``S x D``) to ``memory`` (``T x D``, default ``x``).
@@ -237,7 +247,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         v = self._heads(tv, s_kv, self.value)
         if position is not None:
             q, k = self._positioned(q, k, position)
-        o = attention(normalise or self.normalise, q, k, v).tensor  # (..., h, n, gv)
+        o = attention(self.normalise, q, k, v).tensor  # (..., h, n, gv)
         o = o.transpose(-2, -3).flatten(-2)  # (..., n, h * gv)
         return self.out_proj(Field.unchecked(o, (s_q, self.values), self.ring))  # type: ignore[arg-type]
 
@@ -246,7 +256,7 @@ class MultiHeadAttention(nn.Module, Generic[D]):
     ) -> tuple[Field[Structure, Structure], Field[Structure, Structure]]:
         """``q``, ``k`` with the position features ``position = (p, r)`` appended to every head's keys."""
         p, r = position
-        if self.key != Vector(self.key.size):
+        if not _dot_product(self.key):
             raise StructureError(
                 f"MultiHeadAttention: position features extend plain Vector keys, but the keys are {self.key!r}; "
                 "use key=Vector(n) or leave position out"
@@ -273,7 +283,12 @@ class MultiHeadAttention(nn.Module, Generic[D]):
         self,
         x: Field[S, D],
         memory: Field[T, D] | None = None,
-        normalise: Normalise | None = None,
         position: tuple[Tensor, Tensor] | None = None,
     ) -> Field[S, D]:
-        return cast("Field[S, D]", super().__call__(x, memory, normalise, position))
+        return cast("Field[S, D]", super().__call__(x, memory, position))
+
+
+def _dot_product(s: Structure) -> bool:
+    """Whether contracting over ``s`` is the plain dot product: values stored at their positions, the counting
+    measure, no per-example data -- what keys extended by position features keep (they become a ``Vector``)."""
+    return s.basis is None and not s.batch_shape and s.log_measure(torch.float64, torch.device("cpu")) is None

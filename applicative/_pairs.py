@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ._data import DataStructure
 from ._errors import StructureError
 from ._ring import Ring
 from ._structure import Basis, Structure
@@ -79,7 +80,7 @@ class PairsBasis(Basis):
         return self.b.stored(self.a.stored(t, d), d + 1).flatten(d, d + 1)
 
 
-class Pairs(Structure):
+class Pairs(DataStructure):
     """``a ⊗ b``: one axis of ``|a| · |b|`` positions ``(i, j)``, ``a``-major, with the product measure.
 
     Args:

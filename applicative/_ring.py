@@ -13,11 +13,37 @@ Other rings (tropical max-plus, log) live in :mod:`instances.rings`.
 from __future__ import annotations
 
 import abc
+import enum
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
 from ._errors import StructureError
+
+
+class Capability(enum.Flag):
+    """What generic code may ask of a ring (checked by the law checker): flags, combined with ``|``.
+
+    ``ring.has(Capability.EXP | Capability.ORDERED)`` reads a ring's declared :attr:`Ring.capabilities`; a
+    misspelt flag is an ``AttributeError`` (and a mypy error), never a silent ``False``.
+    """
+
+    #: ``add`` and ``mul`` are torch's ``+`` and ``*`` on (real or complex) numbers, so ``exp`` carries ``add`` to
+    #: ``mul`` (``exp(a + b) = exp a · exp b``) and dense torch kernels (``matmul``, ``nnf.linear``,
+    #: ``scaled_dot_product_attention``) compute this ring
+    EXP = enum.auto()
+    #: an order compatible with ``add`` (``a <= b`` implies ``a + c <= b + c``)
+    ORDERED = enum.auto()
+    #: a semiring map from the non-negative reals (:meth:`Ring.weights`): values can be weighed by a measure (an
+    #: idempotent ring has one, the support indicator)
+    WEIGHS = enum.auto()
+    #: what softmax, layer norm, ReLU and a change of basis need: ``exp`` and an order (the real numbers)
+    SOFTMAX = EXP | ORDERED
+
+    def words(self) -> str:
+        """The flags by name, for messages: ``"exp and ordered"``."""
+        return " and ".join((c.name or "").lower() for c in Capability if c in self and c is not Capability.SOFTMAX)
 
 
 class Ring(abc.ABC):
@@ -30,18 +56,8 @@ class Ring(abc.ABC):
 
     #: whether add/mul are exact on the dtypes this ring accepts (for law tolerances)
     exact: bool = False
-
-    # ---- capabilities: what generic code may ask of a ring (checked by the law checker) ----
-    #: ``add`` and ``mul`` are torch's ``+`` and ``*`` on (real or complex) numbers, so ``exp`` carries
-    #: ``add`` to ``mul`` (``exp(a + b) = exp a · exp b``) and dense torch kernels (``matmul``,
-    #: ``nnf.linear``, ``scaled_dot_product_attention``) compute this ring
-    has_exp: bool = False
-    #: an order compatible with ``add`` (``a <= b`` implies ``a + c <= b + c``): with :attr:`has_exp`,
-    #: what softmax, layer norm and ReLU need
-    ordered: bool = False
-    #: a semiring map from the non-negative reals (:meth:`weights`): values can be weighed by a measure
-    #: (an idempotent ring has one, the support indicator: declare both)
-    weighs: bool = False
+    #: what generic code may ask of this ring (:class:`Capability`; checked by the law checker)
+    capabilities: ClassVar[Capability] = Capability(0)
 
     @abc.abstractmethod
     def zero(self, like: Tensor) -> Tensor:
@@ -91,16 +107,16 @@ class Ring(abc.ABC):
     #: ``1 + 1 = 1``: every positive weight acts as ``one`` (:meth:`weights`)
     idempotent: bool = False
 
-    def has(self, *capabilities: str) -> bool:
-        """Whether this ring declares every one of ``capabilities`` (``"has_exp"``, ``"ordered"``, ``"weighs"``)."""
-        return all(getattr(self, c) for c in capabilities)
+    def has(self, needed: Capability) -> bool:
+        """Whether this ring declares every capability in ``needed``."""
+        return needed in self.capabilities
 
-    def require(self, op: str, what: str, *capabilities: str) -> None:
-        """Raise :class:`StructureError` naming ``op`` unless this ring has every one of ``capabilities``."""
-        missing = [c for c in capabilities if not getattr(self, c)]
+    def require(self, op: str, what: str, needed: Capability) -> None:
+        """Raise :class:`StructureError` naming ``op`` unless this ring has every capability in ``needed``."""
+        missing = needed & ~self.capabilities
         if missing:
             raise StructureError(
-                f"{op}: {what} needs a ring with {' and '.join(missing)} (the real ring REAL has all), "
+                f"{op}: {what} needs a ring with {missing.words()} (the real ring REAL has all), "
                 f"not {self!r}; build this part over REAL"
             )
 
@@ -119,9 +135,7 @@ class Real(Ring):
     declares itself unordered.
     """
 
-    has_exp = True
-    ordered = True
-    weighs = True
+    capabilities = Capability.EXP | Capability.ORDERED | Capability.WEIGHS
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)

@@ -15,9 +15,9 @@ the batch and the structure's own axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Self
 
 import torch
 import torch.utils._pytree as pytree
@@ -32,47 +32,17 @@ from ._ring import Ring
 from ._tensor import broadcast_batch, unflatten
 
 
-@runtime_checkable
-class Applicative(Protocol):
-    """A structure that can hold values: ``pure``, ``fmap``, ``zip_with`` (``pair``), ``join``."""
-
-    def pure(self, x: Tensor, dim: int) -> Tensor:
-        """Insert this structure's axis at ``dim``, holding ``x`` at every position."""
-        ...
-
-    def fmap(self, f: Pointwise, x: Tensor, dim: int) -> Tensor:
-        """Apply ``f`` to each value held along ``dim``; ``f`` sees that axis as a batch axis."""
-        ...
-
-    def zip_with(self, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
-        """Pair two values on this structure position by position and combine them with ``f``."""
-        ...
-
-    def join(self, other: Structure, op: str) -> Structure:
-        """The structure on which a value of ``self`` and one of ``other`` are paired."""
-        ...
-
-
-@runtime_checkable
-class Counit(Protocol):
-    """A structure with an algebra ``f a -> a``: a sum, an integral, an expectation, a fold."""
-
-    def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
-        """Collapse axis ``dim`` of ``x`` (removing it)."""
-        ...
-
-
 class Structure:
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
     The contract (DESIGN §3). Most structures are an index set with a measure; a
     structure author writes only:
 
-    1. ``size``, and per-example data if it has any: name the tensor attributes in a
-       :class:`~applicative.DataStructure` (``tensors = ("probs",)``) and get
-       :meth:`data` / :meth:`with_data` / :meth:`static` / :attr:`batch_shape`;
-       equality, hashing, ``.to(device)``, batching and pytree registration come
-       with this base class;
+    1. ``size``, and per-example data if it has any: derive from
+       :class:`~applicative.DataStructure` and name the tensor attributes (``tensors = ("probs",)``);
+       its equality, ``.to(device)``, batch indexing and concatenation come with that base
+       (with :class:`~applicative.Ragged` for examples of different sizes), and every structure
+       is a pytree node;
     2. its stored basis, if values are not stored at their positions
        (:attr:`basis`, a :class:`Basis`; ``None``: the identity);
     3. its measure at the positions: :meth:`log_measure` (``None``: the counting
@@ -120,15 +90,15 @@ class Structure:
     # ---- 1. size, per-example data, identity ---------------------------------
 
     def data(self) -> tuple[Tensor, ...]:
-        """Per-example tensors (leading axes: the batch). Empty for a structure determined by its size."""
+        """Per-example tensors (leading axes: the batch); none here (:class:`~applicative.DataStructure` has them)."""
         return ()
 
     def with_data(self, data: tuple[Tensor, ...]) -> Self:
-        """The same structure holding other (already valid) per-example tensors: moved, indexed, concatenated."""
+        """The same structure holding other (already valid) per-example tensors; itself when it holds none."""
         return self
 
     def static(self) -> Hashable:
-        """What identifies this structure besides its tensors (hashable)."""
+        """What identifies this structure besides any per-example tensors (hashable)."""
         return self.size
 
     @property
@@ -137,29 +107,13 @@ class Structure:
         return torch.Size()
 
     def __eq__(self, other: object) -> bool:
-        """Same class, same static part, and the *same* per-example tensors (never reads values: no host sync).
-
-        Use :meth:`equals` to compare the data's values.
-        """
+        """Same class and same :meth:`static` part."""
         if self is other:
             return True
-        if type(other) is not type(self):
-            return False
-        assert isinstance(other, Structure)
-        mine, theirs = self.data(), other.data()
-        return self.static() == other.static() and all(a is b for a, b in zip(mine, theirs, strict=True))
+        return isinstance(other, Structure) and type(other) is type(self) and self.static() == other.static()
 
     def __hash__(self) -> int:
         return hash((type(self), self.static()))
-
-    def equals(self, other: Structure) -> bool:
-        """Equality of the per-example data's *values* (reads them: a host synchronisation on CUDA)."""
-        if type(other) is not type(self) or self.static() != other.static():
-            return False
-        return all(
-            a.shape == b.shape and bool(torch.equal(a, b.to(a.device)))
-            for a, b in zip(self.data(), other.data(), strict=True)
-        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.size})"
@@ -328,72 +282,6 @@ class Structure:
                     f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
                     f"{self!r} {tuple(batch)} (per-example data lines up with the leading axes of a tensor)"
                 )
-
-    def unsqueeze_batch(self, dim: int) -> Self:
-        """This structure with a size-1 batch axis inserted into its per-example data (if any)."""
-        q = len(self.batch_shape)
-        if not self.data():
-            return self
-        pos = dim if dim >= 0 else q + 1 + dim
-        if not 0 <= pos <= q:
-            raise StructureError(f"{self!r}.unsqueeze_batch: axis {dim} out of range for batch rank {q}")
-        if pos == q:  # a trailing batch axis of size 1 is implicit
-            return self
-        return self._memo(("unsqueeze", pos), lambda: self.with_data(tuple(t.unsqueeze(pos) for t in self.data())))
-
-    def to(self, device: torch.device | str) -> Self:
-        """This structure with its per-example data on ``device`` (memoised: moving twice gives one object)."""
-        device = torch.device(device)
-        data = self.data()
-        if not data or all(t.device == device for t in data):
-            return self
-        return self._memo(("to", device), lambda: self.with_data(tuple(t.to(device) for t in data)))
-
-    def index_batch(self, index: Any) -> Self:
-        """The examples ``index`` of the leading batch axis (an ``int`` drops the axis, as for tensors).
-
-        A broadcast axis of size 1 is kept (or dropped, for an ``int``).
-        """
-        data = self.data()
-        if not data or not self.batch_shape:
-            return self
-        if self.batch_shape[0] == 1:
-            return self.with_data(tuple(t[0] for t in data)) if isinstance(index, int) else self
-        return self.with_data(tuple(t[index] for t in data))
-
-    @classmethod
-    def concat(cls, structures: Sequence[Self]) -> Self:
-        """Join batches of structures along their leading batch axis (for ``cat``/collate).
-
-        A structure without per-example data needs all of them equal; one with
-        data concatenates it (every structure needs a batch axis, or none do and
-        they must be equal). Override to pad to a common size.
-        """
-        first = structures[0]
-        if all(s == first for s in structures) and not first.batch_shape:  # shared by every example
-            return first
-        if not first.data() or any(type(s) is not cls or s.size != first.size for s in structures):
-            raise StructureError(
-                f"cannot concatenate fields on different structures {[repr(s) for s in structures][:4]}; "
-                "build the batch on one structure"
-            )
-        if any(not s.batch_shape for s in structures):
-            raise StructureError(
-                f"cannot concatenate {first!r} and others without a batch axis; give each a batch of its own"
-            )
-        parts = [s.data() for s in structures]
-        return first.with_data(tuple(torch.cat(ts, 0) for ts in zip(*parts, strict=True)))
-
-    def _memo(self, key: Hashable, build: Callable[[], Self]) -> Self:
-        # Why a cache in a value: equality compares the per-example tensors by identity (no host sync), so
-        # a derived structure (unsqueezed, moved) must be the *same* object each time it is derived, or two
-        # derivations of one structure would not join. The cached value is a pure function of ``key`` and
-        # this structure's immutable fields, and the cache is no part of ``static``/``data``: it cannot
-        # change what equality or a result says.
-        memo: dict[Hashable, Any] = self.__dict__.setdefault("_memo_cache", {})
-        if key not in memo:
-            memo[key] = build()
-        return memo[key]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

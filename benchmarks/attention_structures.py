@@ -71,7 +71,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor, nn
 
-from applicative import Field, MultiHeadAttention, Normalise, ScaledSoftmax, Structure, attention
+from applicative import Field, Lowering, MultiHeadAttention, Normalise, ScaledSoftmax, Structure, attention
 from instances import Chebyshev, Distribution, Padded, Tree, Vector
 from instances.chebyshev import coefficients, values
 from training.cli import Parser, run_cli, threads
@@ -96,7 +96,8 @@ QUICK = Config(batch=2, heads=2, n=16, head_dim=8, rounds=5, inner=3, warmup=1)
 class UnloweredSoftmax(ScaledSoftmax):
     """``ScaledSoftmax`` that declares no fused kernel: attention runs its generic definition."""
 
-    def lower(self, queries: Field, keys: Field, values: Field, *, causal: bool = False) -> None:  # type: ignore[type-arg, override]
+    @property
+    def lowering(self) -> Lowering | None:
         return None
 
 
@@ -222,7 +223,7 @@ def layer_runs(
     def ours(s: Structure, norm: Normalise) -> Callable[[], None]:
         def run() -> None:
             mha.zero_grad(set_to_none=True)
-            backward(mha(Field(x, (s, model)), normalise=norm).tensor * cot)
+            backward(mha.using(norm)(Field(x, (s, model))).tensor * cot)
 
         return run
 
@@ -244,16 +245,16 @@ def layer_runs(
         for label, s in cases:
             runs[f"{label} fused"] = ours(s, fused)
             runs[f"{label} generic"] = ours(s, generic)
-            f = mha(Field(x, (s, model)), normalise=fused).tensor
-            g = mha(Field(x, (s, model)), normalise=generic).tensor
+            f = mha.using(fused)(Field(x, (s, model))).tensor
+            g = mha.using(generic)(Field(x, (s, model))).tensor
             line = f"{label}: fused vs generic {rel(f, g):.1e}"
             if isinstance(s, Vector):
                 line += f", fused vs sdpa layer {rel(f, want):.1e}"
             notes.append(line)
             if isinstance(s, Chebyshev):  # a smooth function (coefficients decaying like 0.7^k): the two agree
                 xs = x * (0.7 ** torch.arange(cfg.n, device=device)).unsqueeze(-1)
-                f = mha(Field(xs, (s, model)), normalise=fused).tensor
-                g = mha(Field(xs, (s, model)), normalise=generic).tensor
+                f = mha.using(fused)(Field(xs, (s, model))).tensor
+                g = mha.using(generic)(Field(xs, (s, model))).tensor
                 notes.append(f"{label}, smooth input (coefficients ~ 0.7^k): fused vs generic {rel(f, g):.1e}")
     return runs, notes
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from applicative import Ring, Structure, StructureError
+from applicative import Capability, Ring, Structure, StructureError
 from applicative.laws import LAWS, Arbitrary, Draw, Law, LawReport, run_laws
 
 
@@ -60,7 +60,7 @@ class ZipDistribution(Structure):
         return x.narrow(dim % x.ndim, 0, target.size)
 
     def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor:
-        if not ring.has("has_exp", "ordered"):  # the capability, not the class: COMPLEX derives from Real
+        if not ring.has(Capability.SOFTMAX):  # the capability, not the class: COMPLEX derives from Real
             raise StructureError(f"ZipDistribution: the expectation needs the real ring, not {ring!r}")
         d = dim % x.ndim
         p = torch.tensor(self.probs, dtype=x.dtype, device=x.device)

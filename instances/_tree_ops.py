@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Ring, Structure, StructureError
+from applicative import Capability, Ring, Structure, StructureError
 from applicative.tensors import aligned, broadcast_batch, pad_before
 
 from . import _tree_convert as convert
@@ -44,29 +44,6 @@ L = TypeVar("L")
 # ---- construction --------------------------------------------------------------------------
 
 
-def init(
-    t: Tree,
-    start: Tensor | None,
-    depth: Tensor | None,
-    algebra: NodeAlgebra,
-    mask: Tensor | None = None,
-    sources: list[tuple[Tree, Tensor]] | None = None,
-) -> Tree:
-    """Set ``t``'s fields from already valid tensors (no checks); a refinement leaves ``start`` to its ``sources``."""
-    t._start, t._depth, t.algebra = start, depth, algebra
-    if mask is None:
-        assert start is not None
-        mask = start != SENTINEL
-    t.mask, t.size = mask, mask.shape[-1]
-    # (source, index into the source's leaves) for the trees this one was built to refine
-    t._sources = sources or []
-    # The last join, keyed by the other tree's identity: the joined tree is a pure function of the two
-    # (immutable) trees, so the cache cannot change a result; it keeps a join's result the *same* object
-    # across the calls of one layer (equality compares tensors by identity) and saves the merge sort.
-    t._last_join = None
-    return t
-
-
 def build(
     like: Tree,
     start: Tensor | None,
@@ -75,7 +52,7 @@ def build(
     sources: list[tuple[Tree, Tensor]] | None = None,
 ) -> Tree:
     """A new tree of ``like``'s class and node algebra from already valid tensors (no checks)."""
-    return init(object.__new__(type(like)), start, depth, like.algebra, mask, sources)
+    return object.__new__(type(like)).fill(start, depth, like.algebra, mask, sources)
 
 
 def from_sources(t: Tree, of: str) -> Tensor:
@@ -144,7 +121,7 @@ def join(a: Tree, other: Structure, op: str) -> Structure:
 def inner(s: Tree, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
     """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
     if (
-        not ring.has("has_exp", "ordered")
+        not ring.has(Capability.SOFTMAX)
         or not _same_kind(s, other)
         or torch.compiler.is_compiling()
         or broadcast_batch(s.batch_shape, other.batch_shape) is None

@@ -52,16 +52,17 @@ from dataclasses import dataclass
 from typing import TypeVarTuple, final
 
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Structure, StructureError
+from applicative import Field, Ragged, StructureError
 from applicative.tensors import summary
 
 from ._levels import fold_levels
 
 A = TypeVarTuple("A")
 
+#: nodes per example, ``(*batch,)`` (``None``: every slot a node)
+Counts = Tensor | Sequence[int] | None
 #: a node written by hand: ``None`` for a source, ``(op, left, right)`` (earlier node indices) for an operation
 Node = tuple[str, int, int] | None
 
@@ -86,9 +87,91 @@ class DAGSchedule:
     levels: tuple[DAGLevel, ...]
 
 
+def _from_lists(
+    cls: type[DAG], dags: Sequence[Sequence[Node]], operations: Sequence[str], device: torch.device | str | None = None
+) -> DAG:
+    """A batch from lists of nodes in topological order: ``None`` for a source, ``(op, i, j)`` for an operation.
+
+    ``DAG.from_lists([[None, None, ("+", 0, 1), ("*", 2, 2)]], ["+", "*"])`` is ``(a + b) * (a + b)``
+    with ``a + b`` computed once.
+    """
+    if isinstance(dags, str) or not isinstance(dags, Sequence) or not dags or not all(dags):
+        raise StructureError(
+            f"DAG.from_lists: expected a non-empty list of non-empty node lists, got {summary(dags, 60)}"
+        )
+    names = {name: k for k, name in enumerate(operations)}
+    n = max(len(d) for d in dags)
+    children: list[list[tuple[int, int]]] = []
+    ops: list[list[int]] = []
+    levels: list[list[int]] = []
+    for b, nodes in enumerate(dags):
+        row, codes = [(-1, -1)] * n, [0] * n
+        for i, node in enumerate(nodes):
+            if node is None:
+                continue
+            if not (isinstance(node, tuple) and len(node) == 3 and node[0] in names):
+                raise StructureError(
+                    f"DAG.from_lists: a node must be None (a source) or (op, i, j) with op one of "
+                    f"{sorted(names)}, got {summary(node)} at node {i} of DAG {b}"
+                )
+            codes[i], row[i] = names[node[0]], (node[1], node[2])
+        children.append(row)
+        ops.append(codes)
+        levels.append(_list_levels(row, len(nodes), b))
+    count = torch.tensor([len(d) for d in dags], dtype=torch.int64)
+    return cls(
+        torch.tensor(children, dtype=torch.int64, device=device),
+        torch.tensor(ops, dtype=torch.int64, device=device),
+        len(names),
+        count.to(device),
+        torch.tensor(levels, dtype=torch.int64, device=device),  # checked in one pass, not relaxed
+    )
+
+
+def _fold(self: DAG, x: Field[DAG, *A], combine: Callable[[Field[*A], Field[*A], Tensor], Field[*A]]) -> Field[DAG, *A]:
+    """Every node's value, from sources to sinks: ``x`` at the sources, ``combine`` at operation nodes.
+
+    Args:
+        x: a field ``DAG x ...`` on this batch (batch shape the DAGs'); read at the sources only.
+        combine: ``combine(left, right, op)`` on ``(n, ...)`` fields and ``(n,)`` codes (as for
+            :meth:`instances.Expressions.fold`: :func:`instances.by_op`, :class:`models.NodeCell`);
+            called once per level.
+
+    Returns:
+        ``DAG x ...``: each node's value (sources: their input; padding: as in ``x``).
+
+    Under ``torch.compile`` the first fold of a DAG builds its schedule, which reads the level sizes on
+    the host (a graph break); build it beforehand (``dag.schedule``) and the fold traces as one graph.
+    """
+    dag, rest = x.structures[0], x.axes[1:]
+    if not isinstance(dag, DAG) or not (dag is self or dag == self or dag.equals(self)):
+        raise StructureError(f"DAG.fold: the field's first axis {dag!r} is not this batch's {self!r}")
+    if tuple(x.batch_shape) != tuple(self.batch_shape):
+        raise StructureError(
+            f"DAG.fold: the field's batch {tuple(x.batch_shape)} must be the DAGs' {tuple(self.batch_shape)} "
+            "(one DAG per example)"
+        )
+    s = self.schedule
+    inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
+    buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
+    levels = ((level.left, level.right, level.out, level.out) for level in s.levels)  # k reads levels < k
+    fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "DAG.fold")
+    return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
+
+
+def _last(self: DAG, x: Field[DAG, *A]) -> Field[*A]:
+    """The values at each example's last node (a sink: nothing comes after it): ``(*batch, ...)``."""
+    if not isinstance(x.structures[0], DAG) or x.structures[0].size != self.size:
+        raise StructureError(f"DAG.last: expected a field on {self!r}, got one on {x.structures[0]!r}")
+    rows = self.count.numel()
+    t = x.tensor.reshape(rows, self.size, *x.tensor.shape[len(self.batch_shape) + 1 :])
+    picked = t[torch.arange(rows, device=t.device), (self.count.reshape(-1) - 1).to(t.device)]
+    return Field.unchecked(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
+
+
 @final
-class DAG(Structure):
-    """A batch of ragged DAGs: positions are each example's nodes in topological order.
+class DAG(Ragged):
+    """A batch of ragged DAGs: positions are each example's nodes in topological order (:class:`~applicative.Ragged`).
 
     Args:
         children: ``(*batch, N, 2)`` integer children of each node; ``-1, -1`` at a source.
@@ -102,130 +185,18 @@ class DAG(Structure):
             node with exactly one child, a code out of range, or a wrong ``level``.
     """
 
+    tensors = ("children", "ops", "level", "count")
+    event_dims = 2
+    padding = ((-2, -1), (-1, 0), (-1, 0), None)  # padding nodes: no children, code 0, level 0
+    _schedule: DAGSchedule | None = None  # built on first use (a cache: with_data drops it)
+
     def __init__(
-        self,
-        children: Tensor,
-        ops: Tensor,
-        operations: int,
-        count: Tensor | Sequence[int] | None = None,
-        level: Tensor | None = None,
+        self, children: Tensor, ops: Tensor, operations: int, count: Counts = None, level: Tensor | None = None
     ) -> None:
-        _integer("children", children, "(*batch, N, 2)")
-        if children.ndim < 2 or children.shape[-1] != 2 or children.shape[-2] < 1:
-            raise StructureError(
-                f"DAG: children must have shape (*batch, N, 2) (two child indices per node, -1 -1 at a source), "
-                f"got {tuple(children.shape)}"
-            )
-        batch, n = tuple(children.shape[:-2]), children.shape[-2]
-        _integer("ops", ops, f"{(*batch, n)}")
-        if tuple(ops.shape) != (*batch, n):
-            raise StructureError(f"DAG: ops must have shape {(*batch, n)} (one code per node), got {tuple(ops.shape)}")
-        if not isinstance(operations, int) or operations < 1:
-            raise StructureError(f"DAG: operations must be an int >= 1, got {operations!r:.40}")
-        device = children.device
-        if count is None:
-            c = torch.full(batch, n, dtype=torch.int64, device=device)
-        else:
-            c = count if isinstance(count, Tensor) else torch.tensor(list(count), dtype=torch.int64)
-            _integer("count", c, f"{batch}")
-            if tuple(c.shape) != batch:
-                raise StructureError(f"DAG: count must have shape {batch} (one per example), got {tuple(c.shape)}")
-            c = c.to(device, torch.int64)
-            if bool(((c < 1) | (c > n)).any()):
-                raise StructureError(f"DAG: every count must lie in [1, {n}], got {c.min().item()}..{c.max().item()}")
-        ch, o = children.to(torch.int64).clone(), ops.to(device, torch.int64).clone()
-        index = torch.arange(n, device=device)
-        valid = index < c.unsqueeze(-1)  # (*batch, N)
-        source = (ch < 0).all(-1)
-        half = (ch < 0).any(-1) & ~source
-        if bool((half & valid).any()):
-            raise StructureError(
-                "DAG: a node has one child index of -1 and one real child; an operation node needs two children "
-                "(repeat the child for a unary operation), a source needs -1 -1"
-            )
-        internal = valid & ~source
-        late = internal & ((ch >= index.unsqueeze(-1)).any(-1))
-        if bool(late.any()):
-            where = late.nonzero()[0].tolist()
-            raise StructureError(
-                f"DAG: node {where[-1]} of example {tuple(where[:-1])} has a child at or after itself; nodes must be "
-                "in topological order (every child an earlier node of the same example)"
-            )
-        bad = internal & ((o < 0) | (o >= operations))
-        if bool(bad.any()):
-            raise StructureError(
-                f"DAG: operation codes must lie in [0, {operations}), got {int(o[bad][0])} at an operation node; "
-                "pass operations= the number of distinct operations"
-            )
-        ch = torch.where(internal.unsqueeze(-1), ch, -1)  # sources and padding: no children
-        if level is None:
-            lv = _levels(ch, internal)
-        else:
-            _integer("level", level, f"{(*batch, n)}")
-            if tuple(level.shape) != (*batch, n):
-                raise StructureError(f"DAG: level must have shape {(*batch, n)}, got {tuple(level.shape)}")
-            lv = torch.where(valid, level.to(device, torch.int64), 0)
-            # one pass suffices: in topological order, a level equal to 1 + its children's everywhere is the level
-            kids = lv.gather(-1, ch.clamp(min=0).flatten(-2)).reshape(*batch, n, 2).amax(-1)
-            if not bool((lv == torch.where(internal, kids + 1, 0)).all()):
-                raise StructureError(
-                    "DAG: level disagrees with the children (0 at a source, 1 + the larger child level at an "
-                    "operation node); leave level=None to have it computed"
-                )
-        self._set(ch, o, lv, c, operations)
+        self.children, self.ops, self.level, self.count = _checked(children, ops, operations, count, level)
+        self.size, self.operations = self.children.shape[-2], operations
 
-    def _set(self, children: Tensor, ops: Tensor, level: Tensor, count: Tensor, operations: int) -> None:
-        self.size = children.shape[-2]
-        self.children, self.ops, self.level, self.count, self.operations = children, ops, level, count, operations
-        self._schedule: DAGSchedule | None = None
-
-    @classmethod
-    def from_lists(
-        cls, dags: Sequence[Sequence[Node]], operations: Sequence[str], device: torch.device | str | None = None
-    ) -> DAG:
-        """A batch from lists of nodes in topological order: ``None`` for a source, ``(op, i, j)`` for an operation.
-
-        ``DAG.from_lists([[None, None, ("+", 0, 1), ("*", 2, 2)]], ["+", "*"])`` is ``(a + b) * (a + b)``
-        with ``a + b`` computed once.
-        """
-        if isinstance(dags, str) or not isinstance(dags, Sequence) or not dags or not all(dags):
-            raise StructureError(
-                f"DAG.from_lists: expected a non-empty list of non-empty node lists, got {summary(dags, 60)}"
-            )
-        names = {name: k for k, name in enumerate(operations)}
-        n = max(len(d) for d in dags)
-        children: list[list[tuple[int, int]]] = []
-        ops: list[list[int]] = []
-        levels: list[list[int]] = []
-        for b, nodes in enumerate(dags):
-            row, codes = [(-1, -1)] * n, [0] * n
-            for i, node in enumerate(nodes):
-                if node is None:
-                    continue
-                if not (isinstance(node, tuple) and len(node) == 3 and node[0] in names):
-                    raise StructureError(
-                        f"DAG.from_lists: a node must be None (a source) or (op, i, j) with op one of "
-                        f"{sorted(names)}, got {summary(node)} at node {i} of DAG {b}"
-                    )
-                codes[i], row[i] = names[node[0]], (node[1], node[2])
-            children.append(row)
-            ops.append(codes)
-            levels.append(_list_levels(row, len(nodes), b))
-        count = torch.tensor([len(d) for d in dags], dtype=torch.int64)
-        return cls(
-            torch.tensor(children, dtype=torch.int64, device=device),
-            torch.tensor(ops, dtype=torch.int64, device=device),
-            len(names),
-            count.to(device),
-            torch.tensor(levels, dtype=torch.int64, device=device),  # checked in one pass, not relaxed
-        )
-
-    # ---- views -------------------------------------------------------------------
-
-    @property
-    def mask(self) -> Tensor:
-        """``(*batch, N)``: ``True`` at each example's nodes (``False`` at padding)."""
-        return torch.arange(self.size, device=self.count.device) < self.count.unsqueeze(-1)
+    from_lists = classmethod(_from_lists)
 
     @property
     def sources(self) -> Tensor:
@@ -244,96 +215,83 @@ class DAG(Structure):
         """The largest level: the number of batched steps a fold takes."""
         return len(self.schedule.levels)
 
-    # ---- the contract: per-example data, the measure -------------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.children, self.ops, self.level, self.count)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> DAG:
-        out = DAG.__new__(DAG)
-        out._set(data[0], data[1], data[2], data[3], self.operations)
-        return out
-
     def static(self) -> Hashable:
-        return (self.size, self.operations, tuple(self.count.shape))
+        return (super().static(), self.operations)
 
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.count.shape
-
-    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
-        """``0`` at each example's nodes, ``-inf`` at padding: ``(*batch, N)`` (the counting measure on nodes)."""
-        valid = self.mask.to(device)
-        return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
-
-    @classmethod
-    def concat(cls, structures: Sequence[DAG]) -> DAG:
-        """Batches joined along their first axis, padded to the largest node count."""
-        first = structures[0]
-        if any(not isinstance(d, DAG) or not d.batch_shape or d.operations != first.operations for d in structures):
-            raise StructureError(
-                f"cannot concatenate {[repr(d) for d in structures][:3]}: DAG batches with a batch axis and one "
-                "number of operations needed"
-            )
-        n = max(d.size for d in structures)
-
-        def padded(t: Tensor, nodes_axis: int, value: int) -> Tensor:
-            pad = [0, 0] * (-nodes_axis - 1) + [0, n - t.shape[nodes_axis]]
-            return nnf.pad(t, pad, value=value)
-
-        out = DAG.__new__(DAG)
-        out._set(
-            torch.cat([padded(d.children, -2, -1) for d in structures]),
-            torch.cat([padded(d.ops, -1, 0) for d in structures]),
-            torch.cat([padded(d.level, -1, 0) for d in structures]),
-            torch.cat([d.count for d in structures]),
-            first.operations,
-        )
-        return out
+    fold = _fold
+    last = _last
 
     def __repr__(self) -> str:
         return f"DAG({self.operations} operations, batch={tuple(self.batch_shape)}, nodes<={self.size})"
 
-    # ---- the fold -----------------------------------------------------------------------
 
-    def fold(self, x: Field[DAG, *A], combine: Callable[[Field[*A], Field[*A], Tensor], Field[*A]]) -> Field[DAG, *A]:
-        """Every node's value, from sources to sinks: ``x`` at the sources, ``combine`` at operation nodes.
-
-        Args:
-            x: a field ``DAG x ...`` on this batch (batch shape the DAGs'); read at the sources only.
-            combine: ``combine(left, right, op)`` on ``(n, ...)`` fields and ``(n,)`` codes (as for
-                :meth:`instances.Expressions.fold`: :func:`instances.by_op`, :class:`models.NodeCell`);
-                called once per level.
-
-        Returns:
-            ``DAG x ...``: each node's value (sources: their input; padding: as in ``x``).
-
-        Under ``torch.compile`` the first fold of a DAG builds its schedule, which reads the level sizes on
-        the host (a graph break); build it beforehand (``dag.schedule``) and the fold traces as one graph.
-        """
-        dag, rest = x.structures[0], x.axes[1:]
-        if not isinstance(dag, DAG) or not (dag is self or dag == self or dag.equals(self)):
-            raise StructureError(f"DAG.fold: the field's first axis {dag!r} is not this batch's {self!r}")
-        if tuple(x.batch_shape) != tuple(self.batch_shape):
+def _checked(
+    children: Tensor, ops: Tensor, operations: int, count: Counts, level: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Children (``-1 -1`` at sources and padding), codes, levels and counts as fresh int64 tensors, or an error."""
+    _integer("children", children, "(*batch, N, 2)")
+    if children.ndim < 2 or children.shape[-1] != 2 or children.shape[-2] < 1:
+        raise StructureError(
+            f"DAG: children must have shape (*batch, N, 2) (two child indices per node, -1 -1 at a source), "
+            f"got {tuple(children.shape)}"
+        )
+    batch, n = tuple(children.shape[:-2]), children.shape[-2]
+    _integer("ops", ops, f"{(*batch, n)}")
+    if tuple(ops.shape) != (*batch, n):
+        raise StructureError(f"DAG: ops must have shape {(*batch, n)} (one code per node), got {tuple(ops.shape)}")
+    if not isinstance(operations, int) or operations < 1:
+        raise StructureError(f"DAG: operations must be an int >= 1, got {operations!r:.40}")
+    device = children.device
+    if count is None:
+        c = torch.full(batch, n, dtype=torch.int64, device=device)
+    else:
+        c = count if isinstance(count, Tensor) else torch.tensor(list(count), dtype=torch.int64)
+        _integer("count", c, f"{batch}")
+        if tuple(c.shape) != batch:
+            raise StructureError(f"DAG: count must have shape {batch} (one per example), got {tuple(c.shape)}")
+        c = c.to(device, torch.int64)
+        if bool(((c < 1) | (c > n)).any()):
+            raise StructureError(f"DAG: every count must lie in [1, {n}], got {c.min().item()}..{c.max().item()}")
+    ch, o = children.to(torch.int64).clone(), ops.to(device, torch.int64).clone()
+    index = torch.arange(n, device=device)
+    valid = index < c.unsqueeze(-1)  # (*batch, N)
+    source = (ch < 0).all(-1)
+    half = (ch < 0).any(-1) & ~source
+    if bool((half & valid).any()):
+        raise StructureError(
+            "DAG: a node has one child index of -1 and one real child; an operation node needs two children "
+            "(repeat the child for a unary operation), a source needs -1 -1"
+        )
+    internal = valid & ~source
+    late = internal & ((ch >= index.unsqueeze(-1)).any(-1))
+    if bool(late.any()):
+        where = late.nonzero()[0].tolist()
+        raise StructureError(
+            f"DAG: node {where[-1]} of example {tuple(where[:-1])} has a child at or after itself; nodes must be "
+            "in topological order (every child an earlier node of the same example)"
+        )
+    bad = internal & ((o < 0) | (o >= operations))
+    if bool(bad.any()):
+        raise StructureError(
+            f"DAG: operation codes must lie in [0, {operations}), got {int(o[bad][0])} at an operation node; "
+            "pass operations= the number of distinct operations"
+        )
+    ch = torch.where(internal.unsqueeze(-1), ch, -1)  # sources and padding: no children
+    if level is None:
+        lv = _levels(ch, internal)
+    else:
+        _integer("level", level, f"{(*batch, n)}")
+        if tuple(level.shape) != (*batch, n):
+            raise StructureError(f"DAG: level must have shape {(*batch, n)}, got {tuple(level.shape)}")
+        lv = torch.where(valid, level.to(device, torch.int64), 0)
+        # one pass suffices: in topological order, a level equal to 1 + its children's everywhere is the level
+        kids = lv.gather(-1, ch.clamp(min=0).flatten(-2)).reshape(*batch, n, 2).amax(-1)
+        if not bool((lv == torch.where(internal, kids + 1, 0)).all()):
             raise StructureError(
-                f"DAG.fold: the field's batch {tuple(x.batch_shape)} must be the DAGs' {tuple(self.batch_shape)} "
-                "(one DAG per example)"
+                "DAG: level disagrees with the children (0 at a source, 1 + the larger child level at an "
+                "operation node); leave level=None to have it computed"
             )
-        s = self.schedule
-        inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
-        buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
-        levels = ((level.left, level.right, level.out, level.out) for level in s.levels)  # k reads levels < k
-        fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "DAG.fold")
-        return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
-
-    def last(self, x: Field[DAG, *A]) -> Field[*A]:
-        """The values at each example's last node (a sink: nothing comes after it): ``(*batch, ...)``."""
-        if not isinstance(x.structures[0], DAG) or x.structures[0].size != self.size:
-            raise StructureError(f"DAG.last: expected a field on {self!r}, got one on {x.structures[0]!r}")
-        rows = self.count.numel()
-        t = x.tensor.reshape(rows, self.size, *x.tensor.shape[len(self.batch_shape) + 1 :])
-        picked = t[torch.arange(rows, device=t.device), (self.count.reshape(-1) - 1).to(t.device)]
-        return Field.unchecked(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
+    return ch, o, lv, c
 
 
 def _integer(name: str, t: object, shape: str) -> None:

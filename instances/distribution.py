@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from applicative import DataStructure, Field, Structure, StructureError
+from applicative import Capability, DataStructure, Field, Structure, StructureError
 
 #: how far the probabilities may sum from 1 (relative to float32 rounding of n terms)
 SUM_TOLERANCE = 1e-5
@@ -250,7 +250,7 @@ def pushforward(x: Field[Distribution], atol: float = 0.0) -> Field[Distribution
         StructureError: for a field with other typed axes, another ring, or non-finite values.
     """
     s = x.structures
-    if len(s) != 1 or not isinstance(s[0], Distribution) or not x.ring.has("has_exp", "ordered"):
+    if len(s) != 1 or not isinstance(s[0], Distribution) or not x.ring.has(Capability.SOFTMAX):
         raise StructureError(
             f"pushforward: expected a real scalar random variable, a Field whose only axis is a Distribution, "
             f"got {x!r}; push forward each component separately (fmap over the outer axes)"

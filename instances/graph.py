@@ -23,15 +23,14 @@ Transformer (Dwivedi & Bresson 2021's sparse attention) with no new attention co
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar, TypeVarTuple, cast, final
 
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import Field, Normalise, Structure, StructureError
+from applicative import Field, Lowering, Normalise, Ragged, Structure, StructureError
 from applicative.tensors import broadcast_shape, summary
 
 F = TypeVar("F", bound=Structure)
@@ -43,8 +42,8 @@ __all__ = ["EdgeSoftmax", "Graph"]
 
 
 @final
-class Graph(Structure):
-    """Node signals on a batch of graphs of at most ``size`` nodes.
+class Graph(Ragged):
+    """Node signals on a batch of graphs of at most ``size`` nodes (a :class:`~applicative.Ragged` structure).
 
     Args:
         size: node slots ``n`` (the tensor axis).
@@ -55,34 +54,12 @@ class Graph(Structure):
         StructureError: on a wrong shape or dtype, half-padded edge rows, or an edge to a node that is not there.
     """
 
+    tensors = ("edges", "count")
+    event_dims = 2
+    padding = ((-2, -1), None)  # edges padded with -1 -1 rows to the most edges
+
     def __init__(self, size: int, edges: Tensor, count: Tensor | Sequence[int] | None = None) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise StructureError(f"Graph: size must be a positive int, got {size!r:.40}")
-        if not isinstance(edges, Tensor) or edges.dtype.is_floating_point or edges.dtype == torch.bool:
-            raise StructureError(f"Graph: edges must be an integer tensor (*batch, E, 2), got {summary(edges)}")
-        if edges.ndim < 2 or edges.shape[-1] != 2:
-            raise StructureError(
-                f"Graph: edges must have shape (*batch, E, 2) ((source, target) rows), got {tuple(edges.shape)}"
-            )
-        batch = tuple(edges.shape[:-2])
-        e = edges.to(torch.int64).clone()
-        if count is None:
-            c = torch.full(batch, size, dtype=torch.int64, device=e.device)
-        else:
-            c = count if isinstance(count, Tensor) else torch.tensor(list(count), dtype=torch.int64)
-            if tuple(c.shape) != batch or c.dtype.is_floating_point:
-                raise StructureError(f"Graph: count must be integers of shape {batch}, got {summary(c)}")
-            c = c.to(e.device, torch.int64)
-            if bool(((c < 1) | (c > size)).any()):
-                raise StructureError(f"Graph: every count must lie in [1, {size}]")
-        pad = (e < 0).all(-1)
-        if bool(((e < 0).any(-1) & ~pad).any()):
-            raise StructureError("Graph: an edge row has one index -1; padding rows are -1 -1, real ones two nodes")
-        if bool(((e >= c[..., None, None]) & ~pad[..., None]).any()):
-            raise StructureError(
-                f"Graph: an edge joins a node at or beyond its example's count (the nodes are 0 .. count - 1 of {size})"
-            )
-        self.size, self.edges, self.count = size, torch.where(pad[..., None], -1, e), c
+        self.size, (self.edges, self.count) = size, _checked(size, edges, count)
 
     @classmethod
     def from_lists(cls, edges: Sequence[Sequence[tuple[int, int]]], counts: Sequence[int]) -> Graph:
@@ -99,11 +76,6 @@ class Graph(Structure):
         i = torch.where(self.mask, i, -1)
         return self.with_data((torch.cat([self.edges, torch.stack([i, i], -1)], -2), self.count))
 
-    @property
-    def mask(self) -> Tensor:
-        """``(*batch, n)``: ``True`` at real nodes."""
-        return torch.arange(self.size, device=self.count.device) < self.count.unsqueeze(-1)
-
     def adjacency(self) -> Tensor:
         """``(*batch, n, n)`` edge multiplicities ``A[i, j]`` of ``j -> i`` (dense: for references and the spec)."""
         batch = self.count.numel()
@@ -114,42 +86,39 @@ class Graph(Structure):
         a.index_add_(0, flat[valid], torch.ones_like(flat[valid]))
         return a.reshape(*self.batch_shape, self.size, self.size)
 
-    # ---- the contract -------------------------------------------------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        return (self.edges, self.count)
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Graph:
-        g = Graph.__new__(Graph)
-        g.size, g.edges, g.count = self.size, data[0], data[1]
-        return g
-
-    def static(self) -> Hashable:
-        return (self.size, tuple(self.edges.shape))
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.count.shape
-
-    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
-        """``0`` at real nodes, ``-inf`` at padding: ``(*batch, n)``."""
-        valid = self.mask.to(device)
-        return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
-
-    @classmethod
-    def concat(cls, structures: Sequence[Graph]) -> Graph:
-        """Batches joined along their first axis, padded to the most nodes and edges."""
-        if any(not isinstance(g, Graph) or not g.batch_shape for g in structures):
-            raise StructureError(f"cannot concatenate {[repr(g) for g in structures][:3]}: graph batches needed")
-        e = max(g.edges.shape[-2] for g in structures)
-        out = Graph.__new__(Graph)
-        out.size = max(g.size for g in structures)
-        out.edges = torch.cat([nnf.pad(g.edges, (0, 0, 0, e - g.edges.shape[-2]), value=-1) for g in structures])
-        out.count = torch.cat([g.count for g in structures])
-        return out
-
     def __repr__(self) -> str:
         return f"Graph({self.size}, batch={tuple(self.batch_shape)}, edges<={self.edges.shape[-2]})"
+
+
+def _checked(size: int, edges: Tensor, count: Tensor | Sequence[int] | None) -> tuple[Tensor, Tensor]:
+    """The edges (padding rows set to ``-1 -1``) and counts as fresh int64 tensors, or a named error."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise StructureError(f"Graph: size must be a positive int, got {size!r:.40}")
+    if not isinstance(edges, Tensor) or edges.dtype.is_floating_point or edges.dtype == torch.bool:
+        raise StructureError(f"Graph: edges must be an integer tensor (*batch, E, 2), got {summary(edges)}")
+    if edges.ndim < 2 or edges.shape[-1] != 2:
+        raise StructureError(
+            f"Graph: edges must have shape (*batch, E, 2) ((source, target) rows), got {tuple(edges.shape)}"
+        )
+    batch = tuple(edges.shape[:-2])
+    e = edges.to(torch.int64).clone()
+    if count is None:
+        c = torch.full(batch, size, dtype=torch.int64, device=e.device)
+    else:
+        c = count if isinstance(count, Tensor) else torch.tensor(list(count), dtype=torch.int64)
+        if tuple(c.shape) != batch or c.dtype.is_floating_point:
+            raise StructureError(f"Graph: count must be integers of shape {batch}, got {summary(c)}")
+        c = c.to(e.device, torch.int64)
+        if bool(((c < 1) | (c > size)).any()):
+            raise StructureError(f"Graph: every count must lie in [1, {size}]")
+    pad = (e < 0).all(-1)
+    if bool(((e < 0).any(-1) & ~pad).any()):
+        raise StructureError("Graph: an edge row has one index -1; padding rows are -1 -1, real ones two nodes")
+    if bool(((e >= c[..., None, None]) & ~pad[..., None]).any()):
+        raise StructureError(
+            f"Graph: an edge joins a node at or beyond its example's count (the nodes are 0 .. count - 1 of {size})"
+        )
+    return torch.where(pad[..., None], -1, e), c
 
 
 @dataclass(frozen=True)
@@ -169,20 +138,24 @@ class EdgeSoftmax(Normalise):
         p = a * torch.exp(s - torch.where(torch.isfinite(m), m, 0))
         return scores.with_tensor(p / p.sum(-1, keepdim=True).clamp_min(torch.finfo(t.dtype).tiny))
 
-    def lower(
-        self, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G], *, causal: bool = False
-    ) -> Field[*I, G] | None:
-        """Attention along the edges in time and memory linear in them (no ``n x n`` tensor); not causal."""
-        if causal:
-            return None
-        g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
-        out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, self.scale)
-        return cast(
-            "Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring)
-        )
+    @property
+    def lowering(self) -> Lowering | None:
+        return EDGES
 
-    def lowers(self, *, causal: bool = False) -> bool:
-        return not causal  # edges carry no order
+
+def _edges(
+    scale: float, causal: bool, queries: Field[*I, H], keys: Field[F, H], values: Field[F, G]
+) -> Field[*I, G] | None:
+    """Attention along the edges in time and memory linear in them (no ``n x n`` tensor); not causal."""
+    if causal:
+        return None
+    g = _graph_axes((queries.structures[-2], keys.structures[0], values.structures[0]), "EdgeSoftmax")
+    out = edge_attention(queries.tensor, keys.tensor, values.tensor, g, scale)
+    return cast("Field[*I, G]", Field.unchecked(out, (*queries.structures[:-1], values.structures[1]), queries.ring))
+
+
+#: :class:`EdgeSoftmax`'s lowering: a segment softmax over the edge list (edges carry no order: no causal form)
+EDGES = Lowering("edges", _edges, causal=False)
 
 
 def _graph_axes(axes: Sequence[Structure], op: str) -> Graph:

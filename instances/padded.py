@@ -3,7 +3,8 @@
 ``Padded(n, lengths)`` is the index set ``{0, ..., n-1}`` with, per example, the
 measure ``1`` on the first ``lengths[i]`` positions and ``0`` on the rest: the
 counting measure of each example's own length. Written as a contract only
-(per-example data and a measure); everything else is derived, so padding
+(per-example lengths: a :class:`~applicative.Ragged` structure, whose measure and padding are its base's);
+everything else is derived, so padding
 never contributes to a counit, a softmax or attention: attention over a
 padded axis lowers to one fused kernel with the bias ``0`` / ``-inf``, which is
 ``torch.nn.Transformer``'s ``src_key_padding_mask`` / ``tgt_key_padding_mask`` /
@@ -23,7 +24,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from applicative import DataStructure, StructureError
+from applicative import Ragged, StructureError
 
 
 def _from_mask(cls: type[Padded], key_padding_mask: Tensor) -> Padded:
@@ -36,16 +37,7 @@ def _from_mask(cls: type[Padded], key_padding_mask: Tensor) -> Padded:
     return cls(valid.shape[-1], lengths)
 
 
-def _concat(cls: type[Padded], structures: Sequence[Padded]) -> Padded:
-    """Batches joined along their first axis, padded to the largest size."""
-    if any(not isinstance(p, Padded) or not p.batch_shape for p in structures):
-        raise StructureError(f"cannot concatenate {[repr(p) for p in structures][:3]}: padded batches needed")
-    out = structures[0].with_data((torch.cat([p.lengths for p in structures], 0),))
-    out.size = max(p.size for p in structures)
-    return out
-
-
-class Padded(DataStructure):
+class Padded(Ragged):
     """Sequences of at most ``size`` positions; example ``i`` is valid on its first ``lengths[i]``.
 
     Args:
@@ -60,24 +52,17 @@ class Padded(DataStructure):
 
     tensors = ("lengths",)
     event_dims = 0
+    padding = (None,)
 
     def __init__(self, size: int, lengths: Tensor | Sequence[int]) -> None:
         self.size, self.lengths = size, _checked_lengths(size, lengths)
 
     from_mask = classmethod(_from_mask)
-    concat = classmethod(_concat)
 
     @property
-    def mask(self) -> Tensor:
-        """``(*batch, n)``: ``True`` at valid positions."""
-        return torch.arange(self.size, device=self.lengths.device) < self.lengths.unsqueeze(-1)
-
-    # ---- the contract: the measure ---------------------------------------------
-
-    def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor:
-        """``0`` at valid positions, ``-inf`` at padding: ``(*batch, n)``."""
-        valid = self.mask.to(device)
-        return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill(~valid, float("-inf"))
+    def count(self) -> Tensor:  # type: ignore[override]
+        """``(*batch,)``: each sequence's length (the ragged base's count)."""
+        return self.lengths
 
 
 def _checked_lengths(size: int, lengths: Tensor | Sequence[int]) -> Tensor:

@@ -31,7 +31,7 @@ from typing import TypeVar, TypeVarTuple
 import torch
 from torch import Tensor
 
-from applicative import Field, Normalise, Real, Ring, Structure, StructureError
+from applicative import Capability, Field, Normalise, Real, Ring, Structure, StructureError
 
 F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
@@ -43,8 +43,7 @@ class MaxPlus(Ring):
 
     exact = True  # max and + are exact on integer-valued floats (and ±inf)
     idempotent = True
-    weighs = True  # the support indicator
-    ordered = True
+    capabilities = Capability.ORDERED | Capability.WEIGHS  # weighs: the support indicator
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("-inf"))
@@ -74,8 +73,7 @@ class MinPlus(Ring):
 
     exact = True  # min and + are exact on integer-valued floats (and ±inf)
     idempotent = True
-    weighs = True  # the support indicator
-    ordered = True
+    capabilities = Capability.ORDERED | Capability.WEIGHS  # weighs: the support indicator
 
     def zero(self, like: Tensor) -> Tensor:
         return torch.full_like(like, float("inf"))
@@ -118,8 +116,7 @@ class LogSemiring(Ring):
     # matmul stays the generic definition, logsumexp over the materialised (m, n, k) sums a_ij + b_jk:
     # shifting by row and column maxima before an ordinary matmul can underflow a dominant term to -inf
 
-    ordered = True  # logaddexp and + are monotone
-    weighs = True
+    capabilities = Capability.ORDERED | Capability.WEIGHS  # ordered: logaddexp and + are monotone
 
     def weights(self, log_w: Tensor) -> Tensor:
         """``log``, the homomorphism from ``([0, ∞), +, ·)``: the weight ``w`` is the element ``log w``."""
@@ -137,7 +134,7 @@ class Complex(Real):
     (softmax, layer norm, fused softmax attention) refuse it by name.
     """
 
-    ordered = False
+    capabilities = Capability.EXP | Capability.WEIGHS  # no order
 
     def check_dtype(self, dtype: torch.dtype) -> None:
         if not (dtype.is_complex or dtype.is_floating_point):
@@ -157,7 +154,7 @@ class RealPartSoftmax(Normalise):
     """
 
     scale: float = 1.0
-    needs = ("has_exp",)  # the real part orders the scores
+    needs = Capability.EXP  # the real part orders the scores
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         t = scores.tensor

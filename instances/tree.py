@@ -60,7 +60,7 @@ from applicative import DataStructure, Field
 
 from . import _tree_ops as ops
 from ._tree_convert import Nested
-from ._tree_partition import MAX_DEPTH, NodeAlgebra, from_depths
+from ._tree_partition import MAX_DEPTH, SENTINEL, NodeAlgebra, from_depths
 
 L = TypeVar("L")
 
@@ -95,7 +95,32 @@ class Tree(DataStructure):
 
     def __init__(self, depth: Tensor | Sequence[object], algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
         start, d = from_depths(depth)
-        ops.init(self, start, d, algebra)
+        self.fill(start, d, algebra)
+
+    def fill(
+        self,
+        start: Tensor | None,
+        depth: Tensor | None,
+        algebra: NodeAlgebra,
+        mask: Tensor | None = None,
+        sources: list[tuple[Tree, Tensor]] | None = None,
+    ) -> Tree:
+        """Set the fields from already valid tensors (no checks; for the constructors in :mod:`._tree_ops`).
+
+        A refinement leaves ``start`` and ``depth`` to its ``sources``: (source, index into the source's leaves)
+        for the trees it was built to refine.
+        """
+        self._start, self._depth, self.algebra = start, depth, algebra
+        if mask is None:
+            assert start is not None
+            mask = start != SENTINEL
+        self.mask, self.size = mask, mask.shape[-1]
+        self._sources = sources or []
+        # The last join, keyed by the other tree's identity: the joined tree is a pure function of the two
+        # (immutable) trees, so the cache cannot change a result; it keeps a join's result the *same* object
+        # across the calls of one layer (equality compares tensors by identity) and saves the merge sort.
+        self._last_join = None
+        return self
 
     @property
     def start(self) -> Tensor:

@@ -16,7 +16,7 @@ from matplotlib.patches import FancyBboxPatch, Polygon, Rectangle
 
 from applicative import Structure
 
-from .diagram import Diagram, Parameter, Step, Tubes
+from ._drawing import Diagram, Parameter, Step, Tubes
 
 PALETTE = ("#4c72b0", "#55a868", "#8172b2", "#ccb974", "#64b5cd", "#dd8452", "#937860", "#8c8c8c")
 COLUMN = 1.6

@@ -24,6 +24,7 @@ No attention code here: only :class:`~models.EncoderLayer`, :class:`~models.Deco
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
@@ -32,6 +33,7 @@ from torch import nn
 
 from applicative import Field, LayerNorm, Linear, Structure, StructureError, expect_field, scaled_softmax
 
+from ._drawing import Parameter, Step, join, linear_step, need, norm_step, steps_of
 from .transformer import DecoderLayer, EncoderLayer, check_count, head_structure
 
 M = TypeVar("M", bound=Structure)
@@ -133,3 +135,18 @@ class CrossModal(nn.Module, Generic[Q, O, D]):
 
     def __call__(self, tokens: Field[M, Structure]) -> Field[Q, O]:
         return cast("Field[Q, O]", super().__call__(tokens))
+
+    def tube_steps(self, name: str, sequence: Structure | None, memory: Structure | None) -> Iterator[Step]:
+        """The tube diagram's steps: the tokens' encoder on ``sequence``, then the learned queries' decoder."""
+        m, q = need(sequence, self), self.query
+        yield linear_step(join(name, "embed"), self.embed, (m,), "embed")
+        for i, layer in enumerate(self.encoder):
+            yield from steps_of(layer, join(name, f"encoder.{i}"), m, None)
+        yield norm_step(join(name, "memory_norm"), self.memory_norm, (m,))
+        yield Step(name, "queries", (), (q, self.model), (Parameter(join(name, "queries"), (q, self.model)),),
+                   label="queries")  # fmt: skip
+        for i, layer in enumerate(self.decoder):
+            yield from steps_of(layer, join(name, f"decoder.{i}"), q, m)
+        if self.norm is not None:
+            yield norm_step(join(name, "norm"), self.norm, (q,))
+        yield linear_step(join(name, "unembed"), self.unembed, (q,), "unembed")

@@ -44,16 +44,17 @@ the symmetries of any linear operator, without mixing a single position.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Normalise, Structure, StructureError, add, expect_field, mul_mmt
+from applicative import Capability, Field, Normalise, Structure, StructureError, add, expect_field, mul_mmt
 from instances import Chebyshev, Vector
 
+from ._drawing import Gadget, Parameter, Step, join, linear_step
 from .transformer import EncoderLayer, Transformer
 
 X = TypeVar("X", bound=Structure)
@@ -233,6 +234,17 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
     def __call__(self, u: Field[X, Y]) -> Field[X, Y]:
         return cast("Field[X, Y]", super().__call__(u))
 
+    def tube_steps(self, name: str, sequence: Structure | None, memory: Structure | None) -> Iterator[Step]:
+        """The tube diagram's steps on its own sequence: embedding, learned position, layers, unembedding."""
+        t, s, d = self.transformer, self.sequence, self.model
+        inner = join(name, "transformer")
+        yield linear_step(join(inner, "embed"), t.embed, (s,), "embed")
+        if self.position is not None:
+            p = Parameter(join(name, "position"), (s, d))
+            pants = (Gadget(s, "zip_with add"), Gadget(d, "zip_with add"))
+            yield Step(name, "add", ((s, d),), (s, d), (p,), pants, label="+ position")
+        yield from t.body_steps(inner, s)
+
 
 def _window_features(
     sequence: Structure,
@@ -244,7 +256,7 @@ def _window_features(
     """:func:`gaussian_window` for ``config.window``, scaled for ``normalise``; ``(None, None)`` without one."""
     if config.window <= 0:
         return None, None
-    if "has_exp" not in normalise.needs or not normalise.lowers():  # capabilities: e^score over the keys' points
+    if Capability.EXP not in normalise.needs or normalise.lowering is None:  # e^score over the keys' points
         raise StructureError(
             f"FuncformerConfig.window={config.window}: the window is a weight e^(-β(t-s)²) on a softmax over the "
             f"sequence's points, got {normalise!r}; use normalise=ScaledSoftmax(...) (or None) or window=0"

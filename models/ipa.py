@@ -35,7 +35,18 @@ from typing import TypeVar, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, LayerNorm, Linear, Structure, StructureError, Vector, add, mul_mm, mul_mmt
+from applicative import (
+    Field,
+    LayerNorm,
+    Linear,
+    Structure,
+    StructureError,
+    Vector,
+    add,
+    mul_mm,
+    mul_mmt,
+    unsqueeze_batch,
+)
 
 S = TypeVar("S", bound=Structure)
 D = TypeVar("D", bound=Structure)
@@ -63,7 +74,7 @@ class IPAColumn(nn.Module):
 
     def _per_centre(self, f: Field[S, Structure], seq: Structure) -> Field[Structure, Structure]:
         t = _centres_first(f.tensor, self.centres, self.rank.size)
-        return Field.unchecked(t, (seq.unsqueeze_batch(-1), self.rank), f.ring)
+        return Field.unchecked(t, (unsqueeze_batch(seq, -1), self.rank), f.ring)
 
     def forward(self, x: Field[S, D]) -> Field[S, D]:
         seq, model = x.structures
@@ -75,7 +86,8 @@ class IPAColumn(nn.Module):
         kernels = torch.softmax(scores, dim=-3)  # Σ_p K^p_jl = 1: over the centres
         t = seq.size
         past = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril()
-        k = Field.unchecked(kernels.masked_fill(~past, 0.0), (seq.unsqueeze_batch(-1), seq.unsqueeze_batch(-1)), x.ring)
+        per_head = unsqueeze_batch(seq, -1)
+        k = Field.unchecked(kernels.masked_fill(~past, 0.0), (per_head, per_head), x.ring)
         u = mul_mm(k, inner).tensor  # (..., P, j, k): Σ_{l<=j} K^p_jl B^p x_l
         mixed = Field.unchecked(u.transpose(-2, -3).flatten(-2), (seq, self.outer.inp), x.ring)
         return cast("Field[S, D]", self.outer(mixed))

@@ -17,7 +17,7 @@ Transformer, Chebyshev series the Funcformer, trees a tree Transformer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar, cast
 
 import torch
@@ -39,6 +39,8 @@ from applicative import (
     mul_mmt,
 )
 from applicative.tensors import summary
+
+from ._drawing import Step, attention_steps, join, linear_step, need, norm_step, residual_block, steps_of
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
@@ -126,6 +128,22 @@ class _Layer(nn.Module, Generic[D]):
         if self.norm_first:
             return add(x, f(self.norm(i, x)))
         return self.norm(i, add(x, f(x)))
+
+    def attention_steps(self, name: str, s: Structure, memory: Structure | None) -> list[list[Step]]:
+        """The attention blocks' steps, in order (self-attention; a decoder adds cross-attention)."""
+        return [list(attention_steps(join(name, "self_attn"), self.self_attn, s, s))]
+
+    def tube_steps(self, name: str, sequence: Structure | None, memory: Structure | None) -> Iterator[Step]:
+        """The tube diagram's steps: each attention block, then the feed-forward block, each a residual block."""
+        s, d, hidden = need(sequence, self), self.model, self.linear1.out
+        ff = [
+            linear_step(join(name, "linear1"), self.linear1, (s,), "linear1"),
+            Step(name, "fmap", ((s, hidden),), (s, hidden), label=getattr(self.activation, "__name__", "σ")),
+            linear_step(join(name, "linear2"), self.linear2, (s,), "linear2"),
+        ]
+        for i, body in enumerate([*self.attention_steps(name, s, memory), ff], 1):
+            norm = norm_step(join(name, f"norm{i}"), getattr(self, f"norm{i}"), (s,))
+            yield from residual_block(name, norm, self.norm_first, s, d, body)
 
 
 class EncoderLayer(_Layer[D]):
@@ -219,6 +237,12 @@ class DecoderLayer(_Layer[D]):
             model, kk, vv, heads, cross_normalise, dtype=dtype, device=device
         )
 
+    def attention_steps(self, name: str, s: Structure, memory: Structure | None) -> list[list[Step]]:
+        if memory is None:
+            raise StructureError(f"diagram: the decoder layer {name!r} needs the memory's structure; pass memory=")
+        cross = attention_steps(join(name, "multihead_attn"), self.multihead_attn, s, memory)
+        return [*super().attention_steps(name, s, memory), list(cross)]
+
     def forward(self, x: Field[S, D], memory: Field[T, D]) -> Field[S, D]:
         expect_field("DecoderLayer", x)
         expect_field("DecoderLayer", memory, "memory")
@@ -263,6 +287,13 @@ class _Body(nn.Module, Generic[Fe, D]):
         for layer in self.layers:
             h = layer(h)
         return h if self.norm is None else self.norm(h)
+
+    def layer_steps(self, name: str, s: Structure) -> Iterator[Step]:
+        """The tube diagram's steps of the layers and the final norm, on the sequence ``s``."""
+        for i, layer in enumerate(self.layers):
+            yield from steps_of(layer, join(name, f"layers.{i}"), s, None)
+        if self.norm is not None:
+            yield norm_step(join(name, "norm"), self.norm, (s,))
 
 
 class EncoderStack(_Body[Fe, D]):
@@ -309,6 +340,17 @@ class Transformer(_Body[Fe, D]):
 
     def forward(self, x: Field[S, Fe]) -> Field[S, Fe]:
         return mul_mmt(self.unembed.weight_field, self.encode(x))
+
+    def tube_steps(self, name: str, sequence: Structure | None, memory: Structure | None) -> Iterator[Step]:
+        """The tube diagram's steps: the embedding, the layers, the final norm and the unembedding."""
+        s = need(sequence, self)
+        yield linear_step(join(name, "embed"), self.embed, (s,), "embed")
+        yield from self.body_steps(name, s)
+
+    def body_steps(self, name: str, s: Structure) -> Iterator[Step]:
+        """The steps after the embedding (a Funcformer draws its own embedding and position)."""
+        yield from self.layer_steps(name, s)
+        yield linear_step(join(name, "unembed"), self.unembed, (s,), "unembed")
 
     def __call__(self, x: Field[S, Fe]) -> Field[S, Fe]:
         return cast("Field[S, Fe]", super().__call__(x))

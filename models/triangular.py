@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import nn
 
-from applicative import MLP, Field, LayerNorm, Structure, StructureError, add, mul_mm
+from applicative import MLP, Field, LayerNorm, Structure, StructureError, add, mul_mm, unsqueeze_batch
 
 S = TypeVar("S", bound=Structure)
 D = TypeVar("D", bound=Structure)
@@ -58,7 +58,7 @@ class TriangularMixing(nn.Module):
         if t > self.context:
             raise StructureError(f"TriangularMixing: {seq!r} is longer than the context {self.context}")
         past = cast(torch.Tensor, self.past)[:t, :t]
-        per_head = seq.unsqueeze_batch(-1)  # heads become a batch axis (after any per-example batch of seq)
+        per_head = unsqueeze_batch(seq, -1)  # heads become a batch axis (after any per-example batch of seq)
         m = torch.where(past, self.weight[:, :t, :t], 0.0).expand(*x.tensor.shape[:-2], self.heads, t, t)
         w = Field(m, (per_head, per_head))
         heads = x.tensor.reshape(*x.tensor.shape[:-1], self.heads, self.head.size).transpose(-2, -3)  # (..., h, T, dh)

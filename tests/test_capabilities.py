@@ -12,7 +12,9 @@ import torch.nn.functional as nnf
 from torch import Tensor
 
 from applicative import (
+    GALERKIN,
     REAL,
+    Capability,
     Causal,
     CausalSoftmax,
     Field,
@@ -26,6 +28,7 @@ from applicative import (
     Vector,
     attention,
     cannot_lower,
+    lowered,
 )
 from applicative.laws import run_laws
 from applicative.laws._ringlaws import CAPABILITY_LAWS
@@ -49,7 +52,8 @@ def test_no_class_tests_of_rings_or_normalisations_in_generic_code() -> None:
 
 
 def test_rings_declare_their_capabilities() -> None:
-    table = {ring: (ring.has_exp, ring.ordered, ring.weighs) for ring in (REAL, COMPLEX, LOG, MAX_PLUS, MIN_PLUS)}
+    flags = (Capability.EXP, Capability.ORDERED, Capability.WEIGHS)
+    table = {ring: tuple(ring.has(c) for c in flags) for ring in (REAL, COMPLEX, LOG, MAX_PLUS, MIN_PLUS)}
     assert table[REAL] == (True, True, True)
     assert table[COMPLEX] == (True, False, True)
     assert table[LOG] == (False, True, True)
@@ -69,12 +73,14 @@ def test_declared_capabilities_pass_their_laws(ring: Real) -> None:
     report = run_laws(Vector(3), ring, laws=CAPABILITY_LAWS, max_examples=15)
     assert not report.failures, report
     applied = {r.law.name for r in report.results if r.status != "n/a"}
-    expected = {law.name for law in CAPABILITY_LAWS if all(getattr(ring, c) for c in _declared(law.name))}
+    expected = {law.name for law in CAPABILITY_LAWS if ring.has(_declared(law.name))}
     assert applied == expected
 
 
-def _declared(law: str) -> tuple[str, ...]:
-    return ("has_exp",) if law.startswith("exp") else ("ordered",) if law.startswith("add") else ("weighs",)
+def _declared(law: str) -> Capability:
+    return (
+        Capability.EXP if law.startswith("exp") else Capability.ORDERED if law.startswith("add") else Capability.WEIGHS
+    )
 
 
 @dataclass(frozen=True)
@@ -119,9 +125,9 @@ def test_a_normalisation_is_refused_by_what_it_needs_at_build() -> None:
 def test_cannot_lower_says_exactly_when_lower_gives_no_kernel(norm: Normalise) -> None:
     g = torch.Generator().manual_seed(2)
     fields = [Field(torch.randn(4, 3, dtype=F64, generator=g), (Vector(4), Vector(3))) for _ in range(3)]
-    lowered = norm.lower(*fields)
+    fused = lowered(norm, *fields)
     why = cannot_lower(norm, REAL)
-    assert (why is None) == (lowered is not None), (why, lowered)
+    assert (why is None) == (fused is not None), (why, fused)
     if why is not None:
         assert type(norm).__name__ in why and "\n" not in why
 
@@ -151,9 +157,10 @@ def test_galerkin_lowering_is_the_declared_lowering_of_linear_attention() -> Non
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(4, 3, dtype=F64, generator=g) for _ in range(3))
     fields = [Field(t, (Vector(4), Vector(3))) for t in (q, k, v)]
-    lowered = LinearAttention(0.5).lower(*fields)
-    assert lowered is not None and LinearAttention(0.5).lower(*fields, causal=True) is None
-    torch.testing.assert_close(lowered.tensor, 0.5 * (q @ k.T) @ v)
+    fused = lowered(LinearAttention(0.5), *fields)
+    assert fused is not None and lowered(Causal(LinearAttention(0.5)), *fields) is None
+    assert LinearAttention(0.5).lowering is GALERKIN and Causal(LinearAttention(0.5)).lowering is None
+    torch.testing.assert_close(fused.tensor, 0.5 * (q @ k.T) @ v)
 
 
 def test_laws_check_the_declared_lowerings() -> None:

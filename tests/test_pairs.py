@@ -173,7 +173,7 @@ def test_encoder_on_a_2d_domain_fuses_every_layer() -> None:
         assert y.structures == (s, Vector(3))
     # stored at its positions, the fused route equals the generic definition (Chebyshev keys differ by
     # design: the fused one is the quadrature of e^s, the generic one truncates e^s to n terms)
-    with mock.patch.object(attention_module, "_sdpa", return_value=None):
+    with mock.patch.object(attention_module, "lowered", return_value=None):
         generic = model(x).tensor
     assert not torch.equal(generic, y.tensor)  # really another route
     torch.testing.assert_close(generic, y.tensor, rtol=1e-10, atol=1e-10)

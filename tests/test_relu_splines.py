@@ -62,6 +62,7 @@ from torch import Tensor
 from applicative import (
     MLP,
     Field,
+    Lowering,
     MultiHeadAttention,
     Normalise,
     ReluAttention,
@@ -101,9 +102,10 @@ class Recording(Normalise):
         self.seen.append(scores.tensor * self.scale)
         return self.inner(scores)
 
-    def lower(self, queries: Field, keys: Field, values: Field, *, causal: bool = False) -> Field | None:  # type: ignore[type-arg]
+    @property
+    def lowering(self) -> Lowering | None:
         # a softmax still runs fused (and records nothing: it has no kinks)
-        return self.inner.lower(queries, keys, values, causal=causal)
+        return self.inner.lowering
 
 
 def _block(seed: int) -> tuple[MultiHeadAttention[Model], MLP[Model, Model], Tensor, Tensor]:
@@ -127,7 +129,7 @@ def _along_line(seed: int, normalise: Normalise) -> tuple[Tensor, Tensor, Tensor
     handle = mlp.linear1.register_forward_hook(lambda _m, _i, out: hidden.append(out.tensor))
     t = torch.linspace(-1.0, 1.0, GRID, dtype=DT)
     x = Field(x0 + t[:, None, None] * d, (Seq(), Model()))  # the grid is a batch axis
-    y = residual(mlp, residual(lambda z: attn(z, normalise=rec), x))
+    y = residual(mlp, residual(attn.using(rec), x))
     handle.remove()
     assert y.structures == (Seq(), Model())
 

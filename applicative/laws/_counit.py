@@ -13,6 +13,7 @@ the outer axis).
 from __future__ import annotations
 
 from .._algebra import add, counit, fmap, mul, pure, scale
+from .._data import unsqueeze_batch
 from .._structure import Structure
 from ._law import Case, Equation, Law
 
@@ -45,11 +46,11 @@ def _fubini_sv(case: Case) -> Equation:
 
 
 def _fubini_vs(case: Case) -> Equation:
-    return _fubini(case, case.vec(case.size("k")), case.s.unsqueeze_batch(-1))
+    return _fubini(case, case.vec(case.size("k")), unsqueeze_batch(case.s, -1))
 
 
 def _fubini_ss(case: Case) -> Equation:
-    return _fubini(case, case.s, case.s.unsqueeze_batch(-1))
+    return _fubini(case, case.s, unsqueeze_batch(case.s, -1))
 
 
 COUNIT_LAWS = (

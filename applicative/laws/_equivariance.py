@@ -7,7 +7,7 @@ vector positions; outcomes permuted with their probabilities; ...)::
     queries equivariant     attention (φ q) k v        = φ (attention q k v)       queries : S x V
     heads invariant         attention (φ q) (φ k) v    = attention q k v           heads on S (φ preserves the metric)
     fused = generic         attention(fused=True)      = attention(fused=False)    S as key positions, S as heads
-    lowering = generic      n.lower(q, k, v)           = n(q · k) · v              each declared lowering n:
+    lowering = generic      lowered(n, q, k, v)        = n(q · k) · v              each declared lowering n:
                             (Causal(ScaledSoftmax) on an ordered S; LinearAttention's Galerkin form)
 
 All with the scaled softmax, over the real ring. Where the arbitrary knows no
@@ -18,7 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._attention import Causal, FlexSoftmax, LinearAttention, Normalise, ScaledSoftmax, attention, cannot_lower
+from .._attention import (
+    Causal,
+    FlexSoftmax,
+    LinearAttention,
+    Normalise,
+    ScaledSoftmax,
+    attention,
+    cannot_lower,
+    lowered,
+)
+from .._data import unsqueeze_batch
 from .._field import Field
 from ._arbitrary import Isomorphism
 from ._law import AnyField, Case, Equation, Law, real_only
@@ -61,10 +71,10 @@ def _queries(case: Case) -> Equation:
 
 def _heads(case: Case) -> Equation:
     g, m, n = case.vec(case.size("g")), case.vec(case.size("m")), case.vec(case.size("n"))
-    q = case.value("queries", (m, case.s.unsqueeze_batch(-1)), None)
-    k = case.value("keys", (n, case.s.unsqueeze_batch(-1)), None)
+    q = case.value("queries", (m, unsqueeze_batch(case.s, -1)), None)
+    k = case.value("keys", (n, unsqueeze_batch(case.s, -1)), None)
     v = case.value("values", (n, g))
-    iso = case.arb.isomorphism(case.s.unsqueeze_batch(-1), case.draw)
+    iso = case.arb.isomorphism(unsqueeze_batch(case.s, -1), case.draw)
     assert iso is not None
     case.note("isomorphism", iso.description)
     return Equation(attention(_SOFTMAX, _move(iso, q, -1), _move(iso, k, -1), v), attention(_SOFTMAX, q, k, v))
@@ -80,8 +90,8 @@ def _fused_keys(case: Case) -> Equation:
 
 def _fused_heads(case: Case) -> Equation:
     g, m, n = case.vec(case.size("g")), case.vec(case.size("m")), case.vec(case.size("n"))
-    q = case.value("queries", (m, case.s.unsqueeze_batch(-1)), None)
-    k = case.value("keys", (n, case.s.unsqueeze_batch(-1)), None)
+    q = case.value("queries", (m, unsqueeze_batch(case.s, -1)), None)
+    k = case.value("keys", (n, unsqueeze_batch(case.s, -1)), None)
     v = case.value("values", (n, g))
     return Equation(attention(_SOFTMAX, q, k, v, fused=True), attention(_SOFTMAX, q, k, v, fused=False))
 
@@ -105,9 +115,9 @@ def _lowering(normalise: Normalise, queries_on_s: bool) -> Callable[[Case], Equa
         q = case.value("queries", (case.s if queries_on_s else m, h), None)
         k = case.value("keys", (case.s, h), None)
         v = case.value("values", (case.s, g))
-        lowered = normalise.lower(q, k, v)
-        assert lowered is not None, f"{normalise!r} declares a lowering but gave none"
-        return Equation(lowered, attention(normalise, q, k, v, fused=False))
+        fused = lowered(normalise, q, k, v)
+        assert fused is not None, f"{normalise!r} declares a lowering but gave none"
+        return Equation(fused, attention(normalise, q, k, v, fused=False))
 
     return build
 
@@ -139,14 +149,14 @@ ATTENTION_LAWS = (
     Law(
         "Attention",
         "causal lowering = generic",
-        "Causal(softmax).lower(q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
+        "lowered(Causal(softmax), q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
         _lowering(Causal(_SOFTMAX), True),
         _lowers_causal,
     ),
     Law(
         "Attention",
         "Galerkin lowering = generic",
-        "LinearAttention.lower(q, k, v) = scale (q · k) · v, keys on S",
+        "lowered(LinearAttention, q, k, v) = scale (q · k) · v, keys on S",
         _lowering(LinearAttention(0.5), False),
         real_only,
     ),
@@ -160,14 +170,14 @@ FLEX_LAWS = (
     Law(
         "Attention",
         "flex lowering = generic",
-        "FlexSoftmax.lower(q, k, v) = softmax(q · k) · v, keys on S (block mask from log w)",
+        "lowered(FlexSoftmax, q, k, v) = softmax(q · k) · v, keys on S (block mask from log w)",
         _lowering(_FLEX, False),
         real_only,
     ),
     Law(
         "Attention",
         "causal flex lowering = generic",
-        "Causal(FlexSoftmax).lower(q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
+        "lowered(Causal(FlexSoftmax), q, k, v) = Causal(softmax)(q · k) · v, queries and keys on S",
         _lowering(Causal(_FLEX), True),
         _lowers_causal,
     ),

@@ -12,9 +12,9 @@ sum is the fold        sum x = foldl (+) 0 x          (the fused override of Rin
 
 and the capabilities a ring declares (n/a where it does not)::
 
-exp carries + to ·     exp(a + b) = exp a · exp b,  exp 0 = 1          (has_exp)
-add is monotone        min(lo + c, hi + c) = lo + c  for lo <= hi      (ordered)
-weights a homomorphism w(x·y) = w(x) · w(y),  w(x + y) = w(x) + w(y)   (weighs; x, y >= 0, w = weights ∘ log)
+exp carries + to ·     exp(a + b) = exp a · exp b,  exp 0 = 1          (Capability.EXP)
+add is monotone        min(lo + c, hi + c) = lo + c  for lo <= hi      (Capability.ORDERED)
+weights a homomorphism w(x·y) = w(x) · w(y),  w(x + y) = w(x) + w(y)   (Capability.WEIGHS; x, y >= 0, w = weights ∘ log)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from .._field import Field
-from .._ring import Ring
+from .._ring import Capability, Ring
 from ._law import Case, Equation, Law
 
 
@@ -70,9 +70,9 @@ def _commutative(case: Case) -> str | None:
     return None if case.commutative else "declared non-commutative (commutative=False)"
 
 
-def _declares(capability: str) -> Callable[[Case], str | None]:
+def _declares(capability: Capability) -> Callable[[Case], str | None]:
     def applies(case: Case) -> str | None:
-        return None if getattr(case.ring, capability) else f"{case.ring!r} does not declare {capability}"
+        return None if case.ring.has(capability) else f"{case.ring!r} does not declare {capability.words()}"
 
     return applies
 
@@ -105,21 +105,35 @@ def _weights_add(r: Ring, v: list[Tensor]) -> tuple[Tensor, Tensor]:
     return r.weights(torch.log(x + y)), r.add(r.weights(torch.log(x)), r.weights(torch.log(y)))
 
 
+_weighs = _declares(Capability.WEIGHS)
+
 CAPABILITY_LAWS = (
-    _law("exp carries add to mul", "exp(a + b) = exp a · exp b", 2, _exp_hom, _declares("has_exp"), "Capability"),
+    _law("exp carries add to mul", "exp(a + b) = exp a · exp b", 2, _exp_hom, _declares(Capability.EXP), "Capability"),
     _law(
         "exp zero is one",
         "exp 0 = 1",
         1,
         lambda r, v: (torch.exp(r.zero(v[0])), r.one(v[0])),
-        _declares("has_exp"),
+        _declares(Capability.EXP),
         "Capability",
     ),
-    _law("add monotone", "lo <= hi  =>  lo + c <= hi + c", 3, _monotone, _declares("ordered"), "Capability"),
+    _law("add monotone", "lo <= hi  =>  lo + c <= hi + c", 3, _monotone, _declares(Capability.ORDERED), "Capability"),
     _law(
-        "weights multiplicative", "w(x y) = w(x) · w(y), x, y >= 0", 2, _weights_mul, _declares("weighs"), "Capability"
+        "weights multiplicative",
+        "w(x y) = w(x) · w(y), x, y >= 0",
+        2,
+        _weights_mul,
+        _declares(Capability.WEIGHS),
+        "Capability",
     ),
-    _law("weights additive", "w(x + y) = w(x) + w(y), x, y >= 0", 2, _weights_add, _declares("weighs"), "Capability"),
+    _law(
+        "weights additive",
+        "w(x + y) = w(x) + w(y), x, y >= 0",
+        2,
+        _weights_add,
+        _declares(Capability.WEIGHS),
+        "Capability",
+    ),
 )
 
 
