@@ -71,7 +71,16 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor, nn
 
-from applicative import Field, Lowering, MultiHeadAttention, Normalise, ScaledSoftmax, Structure, attention
+from applicative import (
+    Field,
+    Lowering,
+    MultiHeadAttention,
+    Normalise,
+    ScaledSoftmax,
+    Structure,
+    attention,
+    unsqueeze_batch,
+)
 from instances import Chebyshev, Distribution, Padded, Tree, Vector
 from instances.chebyshev import coefficients, values
 from training.cli import Parser, run_cli, threads
@@ -307,7 +316,7 @@ def core_runs(cfg: Config, cases: list[tuple[str, Structure]], device: torch.dev
     norm = ScaledSoftmax(scale)
 
     def ours(s: Structure, fused: bool) -> Callable[[], None]:
-        sh = s.unsqueeze_batch(-1)  # heads are a batch axis between the example batch and the sequence
+        sh = unsqueeze_batch(s, -1)  # heads are a batch axis between the example batch and the sequence
 
         def run() -> None:
             q.grad = k.grad = v.grad = None

@@ -124,16 +124,25 @@ def darcy(family: str) -> Callable[[Sizes, int], Problem]:
     return make
 
 
-CACHE: list[Path] = []  # --cache: where the Burgers and Navier-Stokes data are kept between runs
+@dataclass(frozen=True)
+class Source:
+    """Where the Burgers and Navier--Stokes data are solved (``--device``) and kept between runs (``--cache``)."""
+
+    device: str = "cpu"
+    cache: Path | None = None
+
+
+SOURCE: list[Source] = [Source()]
 
 
 def burgers(s: Sizes, seed: int) -> Problem:
     from operators import burgers as b
 
-    fine_solve, cache = 4 * s.points, (CACHE or [None])[0]
-    tr = b.dataset(s.train, s.points, 2 * seed, fine=fine_solve, cache=cache)
-    te = b.dataset(s.test, s.points, 2 * seed + 1, fine=fine_solve, cache=cache)
-    te2 = b.dataset(s.test, 2 * s.points, 2 * seed + 1, fine=fine_solve, cache=cache)
+    fine_solve, src = 4 * s.points, SOURCE[-1]
+    kw: dict[str, Any] = {"fine": fine_solve, "cache": src.cache, "device": src.device}
+    tr = b.dataset(s.train, s.points, 2 * seed, **kw)
+    te = b.dataset(s.test, s.points, 2 * seed + 1, **kw)
+    te2 = b.dataset(s.test, 2 * s.points, 2 * seed + 1, **kw)
     axes = (Axis("periodic"),)
     train = samples(tr.u0, tr.u1, axes, where="burgers train")
     tests = {"test": samples(te.u0, te.u1, axes, where="burgers test")}
@@ -150,10 +159,11 @@ def navier_stokes(s: Sizes, seed: int) -> Problem:
 
     steps = 2 * WINDOW  # ten states in, ten rolled out
     modes = min(ns.MODES, (s.points - 1) // 3)  # the initial field's modes: the same functions at both resolutions
-    cache = (CACHE or [None])[0]
-    tr = ns.dataset(s.train, s.points, 2 * seed, steps=steps - 1, modes=modes, cache=cache)
-    te = ns.dataset(s.test, s.points, 2 * seed + 1, steps=steps - 1, modes=modes, cache=cache)
-    te2 = ns.dataset(s.test, 2 * s.points, 2 * seed + 1, steps=steps - 1, modes=modes, cache=cache)
+    src = SOURCE[-1]
+    kw: dict[str, Any] = {"steps": steps - 1, "modes": modes, "cache": src.cache, "device": src.device}
+    tr = ns.dataset(s.train, s.points, 2 * seed, **kw)
+    te = ns.dataset(s.test, s.points, 2 * seed + 1, **kw)
+    te2 = ns.dataset(s.test, 2 * s.points, 2 * seed + 1, **kw)
     axes = (Axis("periodic"), Axis("periodic"))
     train = windows(tr, WINDOW, axes, where="navier-stokes train")
     tests = {"test": windows(te, WINDOW, axes, where="navier-stokes test")}
@@ -354,8 +364,7 @@ def main() -> None:
         print("result: operator_zoo_funcformer_over_fno nan (target <= 0.9)")
         raise UserError("the FNO needs neuraloperator: pip install -e '.[bench]'") from None
     torch.set_num_threads(a.threads)
-    if a.cache is not None:
-        CACHE.append(a.cache)
+    SOURCE.append(Source(str(device), a.cache))
     sizes = QUICK if a.quick else FULL
     configs = 1 if a.quick else a.configs
     results = []
