@@ -169,7 +169,7 @@ def test_a_program_trains_on_cuda(program: str, argv: list[str], tmp_path: Any) 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's inductor imports torch.jit.script_method
 @pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`:UserWarning")
 @pytest.mark.filterwarnings("ignore:TensorFloat32 tensor cores:UserWarning")  # Inductor's advice on CUDA
-@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")  # torch 2.11 Dynamo
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")  # Dynamo 2.11
 @pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
 def test_the_compiled_darcy_model_on_cuda(sequence: str) -> None:
     """``torch.compile`` (Inductor) on CUDA: the loss and its gradients equal the eager model's (both windows on
