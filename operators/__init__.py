@@ -6,7 +6,8 @@ Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``t
   centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
 * :mod:`.burgers`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked against
   exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
-* :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache.
+* :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache;
+  :mod:`.statistics` -- what generated data look like beside the exact figures.
 * :mod:`.poisson`, :mod:`.darcy` -- the exact Poisson solver on the square (Chebyshev collocation) and its source
   laws; the Darcy finite-difference solver, its random coefficients and grid.
 """

@@ -34,7 +34,7 @@ def test_bad_options_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     for argv, says in [
         (["--cache", str(tmp_path / "f")], "is a file"),
         (["--burgers-counts", "0", "1"], "out of range"),
-        (["--device", "nowhere"], "not a torch device"),
+        (["--device", "nowhere"], "not a device"),
     ]:
         assert pde_data.main(argv) == 2
         err = capsys.readouterr().err
