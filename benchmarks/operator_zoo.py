@@ -12,7 +12,9 @@ read the same samples through the same route (:mod:`training.tasks.operator`).
   periodic ones) with the row's settings.
 * The FNO: neuraloperator's, by its authors' recipe for that problem (:mod:`training.tasks.operator.fno`: the
   Darcy config for Poisson and Darcy, the FNO paper's 1D and 2D settings for Burgers and Navier--Stokes), its
-  width from the Funcformer's parameter count (within 10%), on the same batches and symmetries.
+  width from the Funcformer's parameter count (within 10%), on the same batches and symmetries. Trajectory rows
+  train both by teacher forcing, or with ``--unroll K`` both on a loss unrolled over ``K`` steps (the FNO paper
+  trains its FNO-2D on its own rollouts).
 
 Equal tuning effort: each model tries the same number of configurations (``--configs``: its recipe, then its
 learning rate halved), each listed with its figure; the best of each is compared. Budgets: **equal steps** and
@@ -25,6 +27,7 @@ The last line is the worst Funcformer/FNO ratio over the Burgers and Navier--Sto
 
     python benchmarks/operator_zoo.py --quick                   # every row, small: a few minutes
     python benchmarks/operator_zoo.py --rows burgers --steps 2000 --json runs/zoo-burgers.json
+    python benchmarks/operator_zoo.py --rows navier-stokes --unroll 3 --device cuda   # both trained on rollouts
 
 Needs the ``bench`` extra (``pip install -e ".[bench]"``).
 """
@@ -45,11 +48,11 @@ from torch import Tensor
 from operators.dataset import Samples, samples
 from operators.layout import Axis
 from training import UserError
-from training.cli import Parser, output_file, run_cli, threads, writable_dir
+from training.cli import Parser, bounded, output_file, run_cli, threads, writable_dir
 from training.denormals import flush_denormals
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator import fno as peer
-from training.tasks.operator.rollout import horizon_errors, rollout, windows
+from training.tasks.operator.rollout import UnrolledTask, horizon_errors, rollout, windows
 from training.tasks.operator.train import OperatorTask, check_fit, errors
 
 ROWS = ("poisson", "darcy-lognormal", "darcy-piecewise", "burgers", "navier-stokes")
@@ -78,6 +81,7 @@ class Problem:
     recipe: peer.Recipe
     rollout: tuple[Tensor, Tensor, int] | None = None  # test and fine trajectories, the window (Navier--Stokes)
     paper: str = ""
+    trajectories: Tensor | None = None  # the training trajectories (Navier--Stokes): for an unrolled loss
 
 
 def _grid(fun: Tensor, points: int, lo: float = -1.0) -> Tensor:
@@ -169,9 +173,8 @@ def navier_stokes(s: Sizes, seed: int) -> Problem:
     tests = {"test": windows(te, WINDOW, axes, where="navier-stokes test")}
     tests["fine"] = windows(te2, WINDOW, axes, where="navier-stokes fine")
     cfg = PRESETS["default"].replace(modes=25, smooth=0.0)
-    return Problem(
-        "navier-stokes", train, tests, cfg, peer.NAVIER_STOKES, (te, te2, WINDOW), "FNO-2D 1.28e-2 (T=50, 1000 samples)"
-    )
+    paper = "FNO-2D 1.28e-2 (T=50, 1000 samples)"
+    return Problem("navier-stokes", train, tests, cfg, peer.NAVIER_STOKES, (te, te2, WINDOW), paper, tr)
 
 
 MAKERS: dict[str, Callable[[Sizes, int], Problem]] = {
@@ -213,8 +216,15 @@ class Run:
 Learner = tuple[Callable[[], Tensor], Callable[[Samples], Tensor], Callable[[Tensor], Tensor], int]
 
 
+UNROLL: list[int] = [0]  # --unroll: steps of the unrolled loss on trajectory rows (0: teacher forcing)
+
+
 def _funcformer(cfg: Config, p: Problem, device: torch.device) -> Learner:
-    task = OperatorTask(cfg, p.train, {}, device)
+    k, w, axes = UNROLL[-1], WINDOW, p.train.axes
+    if k and p.trajectories is not None:
+        task: OperatorTask = UnrolledTask(cfg, p.trajectories, axes, w, k, device)
+    else:
+        task = OperatorTask(cfg, p.train, {}, device)
     model = task.model
 
     def step(x: Tensor) -> Tensor:
@@ -225,7 +235,11 @@ def _funcformer(cfg: Config, p: Problem, device: torch.device) -> Learner:
 
 
 def _fno(cfg: Config, recipe: peer.Recipe, p: Problem, params: int, device: torch.device) -> Learner:
-    task = peer.FNOTask(cfg, recipe, p.train, params, device)
+    k, w, axes = UNROLL[-1], WINDOW, p.train.axes
+    if k and p.trajectories is not None:
+        task: peer.FNOTask = peer.UnrolledFNOTask(cfg, recipe, p.trajectories, axes, w, k, params, device)
+    else:
+        task = peer.FNOTask(cfg, recipe, p.train, params, device)
     return task.train_step, task.errors, task.predict, task.parameters
 
 
@@ -347,6 +361,12 @@ def main() -> None:
     p.add_argument("--json", type=output_file, default=None, help="write every run, curves included, here")
     p.add_argument("--cache", type=writable_dir, default=None, help="keep the generated PDE data here between runs")
     p.add_argument("--quick", action="store_true", help="every row small, one setting each: a few minutes")
+    p.add_argument(
+        "--unroll",
+        type=bounded(0, WINDOW, ""),
+        default=0,
+        help="Navier-Stokes: train both models on a loss unrolled over this many steps (default 0: teacher forcing)",
+    )
     a = p.parse_args()
     rows = [r.strip() for r in a.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
@@ -365,6 +385,7 @@ def main() -> None:
         raise UserError("the FNO needs neuraloperator: pip install -e '.[bench]'") from None
     torch.set_num_threads(a.threads)
     SOURCE.append(Source(str(device), a.cache))
+    UNROLL.append(a.unroll)
     sizes = QUICK if a.quick else FULL
     configs = 1 if a.quick else a.configs
     results = []

@@ -108,3 +108,41 @@ def test_an_unrolled_loss_trains_through_the_models_own_predictions() -> None:
     assert float(task.train_step().detach()) < float(want)
     with pytest.raises(InputError, match=r"unroll=5 must be in 1\.\.4"):
         UnrolledTask(cfg, traj, AXES, window=2, unroll=5, device=torch.device("cpu"))
+
+
+def test_the_peer_unrolls_as_the_operator_model_does() -> None:
+    """The FNO's unrolled loss: the same runs drawn from the same seed as :class:`UnrolledTask`'s, two steps fed
+    back, checked against the same loss computed by hand on the peer's own model."""
+    pytest.importorskip("neuralop")
+    from training.tasks.operator.fno import NAVIER_STOKES, UnrolledFNOTask
+    from training.tasks.operator.rollout import UnrolledTask, draw_sequences
+    from training.tasks.operator.train import relative_sq
+
+    torch.set_num_threads(1)
+    traj = heat(12, 6, 16, 4)
+    cfg = PRESETS["tiny"].replace(modes=9, steps=50, batch=4, augment="shifts")
+    cpu = torch.device("cpu")
+    peer = UnrolledFNOTask(cfg, NAVIER_STOKES, traj, AXES, window=2, unroll=2, params=3000, device=cpu)
+    ours = UnrolledTask(cfg, traj, AXES, window=2, unroll=2, device=cpu)
+    g = torch.Generator()
+    g.set_state(peer.sampler.get_state())
+    seq = draw_sequences(peer.trajectories, 4, 4, "shifts", AXES, g)
+    g.set_state(ours.sampler.get_state())
+    assert torch.equal(draw_sequences(peer.trajectories, 4, 4, "shifts", AXES, g), seq)  # the same runs for both
+    with torch.no_grad():
+
+        def step(states: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            x = (states - peer.prep.shift.float()) / peer.prep.scale.float()
+            pred = peer.model(x.movedim(-1, 1)).movedim(1, -1) / peer.scale
+            return relative_sq(pred, target, peer.weights).mean(), pred
+
+        first, pred = step(seq[:, :2].movedim(1, -2).flatten(-2), seq[:, 2])
+        second, _ = step(torch.stack([seq[:, 1], pred], -2).flatten(-2), seq[:, 3])
+    want = (first + second) / 2
+    got = peer.train_step()
+    torch.testing.assert_close(got.detach(), want, rtol=1e-5, atol=1e-7)
+    for _ in range(30):
+        peer.train_step()
+    assert float(peer.train_step().detach()) < float(want)
+    with pytest.raises(InputError, match=r"UnrolledFNOTask: unroll=5 must be in 1\.\.4"):
+        UnrolledFNOTask(cfg, NAVIER_STOKES, traj, AXES, window=2, unroll=5, params=3000, device=cpu)

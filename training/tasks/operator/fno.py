@@ -14,7 +14,9 @@ axis, the norm, the optimiser and its schedule:
 The hidden width is chosen so the parameter count is nearest the operator model's (:func:`width_for`). The peer
 reads the inputs standardised as the operator model does (``log`` first where configured), trains on the same
 batches -- the same draws and the same symmetries -- on the same loss (the squared relative L² error), and is
-evaluated on every test set at its own resolution (zero-shot off the training grid).
+evaluated on every test set at its own resolution (zero-shot off the training grid). On trajectories,
+:class:`UnrolledFNOTask` trains it on a loss unrolled through its own predictions, as the FNO paper trains FNO-2D
+and as :class:`~training.tasks.operator.rollout.UnrolledTask` trains the operator model.
 
 Needs the ``bench`` extra (``pip install -e ".[bench]"``); without it :func:`check_available` says so in one line.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,9 +34,11 @@ from torch import Tensor, nn
 
 from operators import symmetry
 from operators.dataset import Samples
+from operators.layout import Axis
 from training.errors import UserError
 
 from .config import Config
+from .rollout import draw_sequences, unrollable, unrolled_loss, windows
 from .train import relative_sq
 
 
@@ -111,7 +115,8 @@ class _Inputs:
 
     def __call__(self, inputs: Tensor) -> Tensor:
         """``(batch, *grid, C)`` raw -> ``(batch, C, *grid)`` standardised, float32."""
-        return ((self.read(inputs) - self.shift) / self.scale).movedim(-1, 1).float()
+        shift, scale = self.shift.to(inputs.device), self.scale.to(inputs.device)
+        return ((self.read(inputs) - shift) / scale).movedim(-1, 1).float()
 
 
 class FNOTask:
@@ -159,6 +164,11 @@ class FNOTask:
             xb, ub = (symmetry.move(t, which, c.augment, self.axes) for t in (xb, ub))
         pred = self.model(xb.movedim(-1, 1).contiguous()).movedim(1, -1) / self.scale
         loss = relative_sq(pred, ub, self.weights).mean()
+        self.optimise(loss)
+        return loss
+
+    def optimise(self, loss: Tensor) -> None:
+        """One step of the recipe's optimiser on ``loss``, the rate halved on its schedule."""
         self.optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimiser.step()
@@ -166,7 +176,6 @@ class FNOTask:
         if self.step % self.every == 0:
             for group in self.optimiser.param_groups:
                 group["lr"] *= 0.5
-        return loss
 
     @torch.no_grad()
     def predict(self, inputs: Tensor) -> Tensor:
@@ -182,6 +191,42 @@ class FNOTask:
         """Relative L² errors per sample of ``s`` at its own resolution (zero-shot off the training grid)."""
         weights = [a.weights(p) for a, p in zip(s.axes, s.grid, strict=True)]
         return relative_sq(self.predict(s.inputs), s.outputs, weights).sqrt()
+
+
+class UnrolledFNOTask(FNOTask):
+    """The peer on trajectories ``(N, T, *grid[, C])`` with a loss unrolled over ``unroll`` steps from exact windows
+    of ``window`` states, as :class:`~training.tasks.operator.rollout.UnrolledTask` trains the operator model (the
+    same draws from the same seed): the FNO paper trains its 2D model on its own rollouts."""
+
+    def __init__(
+        self,
+        config: Config,
+        recipe: Recipe,
+        trajectories: Tensor,
+        axes: Sequence[Axis],
+        window: int,
+        unroll: int,
+        params: int,
+        device: torch.device,
+        hidden: int | None = None,
+    ) -> None:
+        t = unrollable(trajectories, len(axes), window, unroll, "UnrolledFNOTask")
+        super().__init__(config, recipe, windows(t, window, axes), params, device, hidden)
+        self.trajectories = t.float().to(device)
+        self.window, self.unroll = window, unroll
+
+    def _step(self, x: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        pred = self.model(self.prep(x)).movedim(1, -1) / self.scale
+        return relative_sq(pred, target, self.weights), pred
+
+    def train_step(self) -> Tensor:
+        self.model.train()
+        c = self.config
+        length = self.window + self.unroll
+        seq = draw_sequences(self.trajectories, length, c.batch, c.augment, self.axes, self.sampler)
+        loss = unrolled_loss(self._step, seq, self.window, self.unroll)
+        self.optimise(loss)
+        return loss
 
 
 @dataclass

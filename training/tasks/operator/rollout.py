@@ -114,31 +114,65 @@ class UnrolledTask(OperatorTask):
     def __init__(
         self, config: Config, trajectories: Tensor, axes: Sequence[Axis], window: int, unroll: int, device: torch.device
     ) -> None:
-        dims = len(axes)
-        t = _fields(trajectories, dims)
-        if not 1 <= unroll <= t.shape[1] - window:
-            raise InputError(f"UnrolledTask: unroll={unroll} must be in 1..{t.shape[1] - window} (T - window)")
+        t = unrollable(trajectories, len(axes), window, unroll, "UnrolledTask")
         super().__init__(config, windows(t, window, axes), {}, device)
         self.trajectories = t.to(device, self.model.dtype)
         self.window, self.unroll = window, unroll
 
     def train_step(self) -> Tensor:
-        c, w, k = self.config, self.window, self.unroll
-        n, steps = self.trajectories.shape[:2]
-        idx = torch.randint(0, n, (c.batch,), generator=self.sampler)
-        start = torch.randint(0, steps - w - k + 1, (c.batch,), generator=self.sampler)
-        times = start[:, None] + torch.arange(w + k)
-        seq = self.trajectories[idx[:, None].to(self.device), times.to(self.device)]  # (B, w + k, *grid, C)
-        if c.augment != "none":  # one move for the whole sequence, drawn from the sampler
-            which = symmetry.draw(c.augment, c.batch, self.axes, self.grid, self.sampler)
-            moved = symmetry.move(seq.movedim(1, -2).flatten(-2), which, c.augment, self.axes)
-            seq = unflatten(moved, -1, (w + k, seq.shape[-1])).movedim(-2, 1)
-        states = list(seq[:, :w].unbind(1))
-        total = seq.new_zeros(())
-        for i in range(k):
-            x = torch.stack(states[-w:], -2).flatten(-2)  # (B, *grid, w C)
-            loss, pred = losses(self.model, x, seq[:, w + i])
-            total = total + loss.mean() / k
-            states.append(pred)
+        c = self.config
+        length = self.window + self.unroll
+        seq = draw_sequences(self.trajectories, length, c.batch, c.augment, self.axes, self.sampler)
+        total = unrolled_loss(lambda x, y: losses(self.model, x, y), seq, self.window, self.unroll)
         self.optimise(total, clip=c.clip)
         return total
+
+
+def unrollable(trajectories: Tensor, dims: int, window: int, unroll: int, who: str) -> Tensor:
+    """``trajectories`` as ``(N, T, *grid, C)``, checked to hold ``window + unroll`` states (an :class:`InputError`
+    naming ``who`` otherwise)."""
+    t = _fields(trajectories, dims)
+    if not 1 <= unroll <= t.shape[1] - window:
+        raise InputError(f"{who}: unroll={unroll} must be in 1..{t.shape[1] - window} (T - window)")
+    return t
+
+
+def draw_sequences(
+    trajectories: Tensor,
+    length: int,
+    batch: int,
+    augment: symmetry.Augment,
+    axes: Sequence[Axis],
+    sampler: torch.Generator,
+) -> Tensor:
+    """``batch`` runs of ``length`` consecutive states ``(B, length, *grid, C)`` from ``trajectories``
+    ``(N, T, *grid, C)``: a trajectory and a start each, then one symmetry move (``augment``) per run, all drawn
+    from ``sampler`` in that order (so two tasks seeded alike draw the same runs)."""
+    n, steps = trajectories.shape[:2]
+    grid = tuple(trajectories.shape[2:-1])
+    idx = torch.randint(0, n, (batch,), generator=sampler)
+    start = torch.randint(0, steps - length + 1, (batch,), generator=sampler)
+    times = start[:, None] + torch.arange(length)
+    device = trajectories.device
+    seq = trajectories[idx[:, None].to(device), times.to(device)]  # (B, length, *grid, C)
+    if augment != "none":
+        which = symmetry.draw(augment, batch, axes, grid, sampler)
+        moved = symmetry.move(seq.movedim(1, -2).flatten(-2), which, augment, axes)
+        seq = unflatten(moved, -1, (length, seq.shape[-1])).movedim(-2, 1)
+    return seq
+
+
+def unrolled_loss(
+    step: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]], seq: Tensor, window: int, unroll: int
+) -> Tensor:
+    """The mean over ``unroll`` steps of ``step(x, target)``'s loss (per sample, averaged), each ``x`` the last
+    ``window`` states of ``seq`` ``(B, window + unroll, *grid, C)`` with the predictions so far in place of the
+    exact ones: ``step`` returns ``(loss, prediction)``."""
+    states = list(seq[:, :window].unbind(1))
+    total = seq.new_zeros(())
+    for i in range(unroll):
+        x = torch.stack(states[-window:], -2).flatten(-2)  # (B, *grid, window C)
+        loss, pred = step(x, seq[:, window + i])
+        total = total + loss.mean() / unroll
+        states.append(pred)
+    return total
