@@ -52,7 +52,7 @@ from ._pairs import Pairs, PairsBasis
 from ._ragged import Ragged
 from ._ring import REAL, Capability, Real, Ring
 from ._sized import Sized
-from ._structure import Basis, Pointwise, Pointwise2, Stacked, Structure
+from ._structure import Basis, Pointwise, Pointwise2, Stacked, Structure, require_order
 from ._vector import Vector
 
 __all__ = [
@@ -116,6 +116,7 @@ __all__ = [
     "pointwise",
     "pointwise2",
     "pure",
+    "require_order",
     "residual",
     "same_values",
     "scale",

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from ._errors import StructureError
 from ._field import Field, check_compatible
+from ._kernels import batch_shape
 from ._ring import Ring
 from ._structure import Pointwise, Pointwise2, Structure
 from ._tensor import broadcast_shape, unflatten
@@ -333,9 +334,9 @@ def linear(w: Field[O, I], b: Field[O] | None, x: Field[*B, I]) -> Field[*B, O]:
         raise StructureError(f"linear: the bias is {b.structures[0]!r} but the weight's rows are {w.structures[0]!r}")
     tx = _on(sx, x.tensor, -1, s)
     tw = w.tensor
-    if sw is not s and s.batch_shape and not w.batch_shape:
+    if sw is not s and batch_shape(s) and not w.batch_shape:
         # a shared weight refined onto per-example structures: its rows are not the examples' batch
-        tw = tw.reshape(*([1] * len(s.batch_shape)), *tw.shape)
+        tw = tw.reshape(*([1] * len(batch_shape(s))), *tw.shape)
     tw = _on(sw, tw, -1, s)
     tb = None if b is None else b.tensor
     # batch axes of the weight and bias align with x's batch, not with x's leading typed axes

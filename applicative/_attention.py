@@ -35,12 +35,13 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
+from . import _kernels as kernels
 from ._algebra import join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, at_each_query
 from ._ring import Capability, Ring
-from ._structure import Structure
+from ._structure import Structure, require_order
 
 F = TypeVar("F", bound=Structure)
 G = TypeVar("G", bound=Structure)
@@ -102,7 +103,7 @@ class ScaledSoftmax(Normalise):
     scale: float = 1.0
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
-        return scores.with_tensor(_last(scores).softmax(scores.tensor * self.scale, -1))
+        return scores.with_tensor(kernels.softmax(_last(scores), scores.tensor * self.scale, -1))
 
     @property
     def lowering(self) -> Lowering | None:
@@ -161,7 +162,7 @@ class Causal(Normalise):
         name = self.name()
         if len(s) < 2 or s[-2].size != s[-1].size:
             raise StructureError(f"{name}: needs scores over (sequence, sequence) of equal size, got axes {s}")
-        s[-1].require_order(name)
+        require_order(s[-1], name)
         n = s[-1].size
         future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
         return self.inner(scores.with_tensor(scores.tensor.masked_fill(future, float("-inf"))))
@@ -184,7 +185,7 @@ class ReluAttention(Normalise):
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         f = _last(scores)
         t = f.fmap(torch.relu, scores.tensor * self.scale, -1)
-        return scores.with_tensor(t / f.mass(t).unsqueeze(-1))
+        return scores.with_tensor(t / kernels.mass(f, t).unsqueeze(-1))
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def lowered(normalise: Normalise, queries: Field[*I, H], keys: Field[F, H], valu
     if lowering is None or (normalise.causal and not lowering.causal) or not queries.ring.has(lowering.needs):
         return None
     if normalise.causal:
-        keys.structures[0].require_order("causal attention")
+        require_order(keys.structures[0], "causal attention")
     return lowering.kernel(normalise.scale, normalise.causal, queries, keys, values)
 
 

@@ -44,7 +44,11 @@ class Basis(abc.ABC):
 
 
 class Contract(Protocol):
-    """A :class:`~applicative.Structure` as the kernels call it (see its docstring for what each member means)."""
+    """A :class:`~applicative.Structure` as the kernels call it (see its docstring for what each member means).
+
+    Per-example data is no part of it: the kernels read a :class:`~applicative.DataStructure`'s ``batch_shape``
+    through :func:`applicative._kernels.batch_shape` (``()`` for any other structure).
+    """
 
     def __hash__(self) -> int: ...
 
@@ -53,16 +57,6 @@ class Contract(Protocol):
 
     @property
     def basis(self) -> Basis | None: ...
-
-    @property
-    def grid(self) -> int: ...
-
-    @property
-    def batch_shape(self) -> torch.Size: ...
-
-    def positions(self, x: Tensor, dim: int, points: int | None = None) -> Tensor: ...
-
-    def stored(self, v: Tensor, dim: int) -> Tensor: ...
 
     def log_measure(self, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None: ...
 
@@ -77,5 +71,3 @@ class Contract(Protocol):
     def counit(self, x: Tensor, dim: int, ring: Ring) -> Tensor: ...
 
     def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor: ...
-
-    def mass(self, like: Tensor) -> Tensor: ...

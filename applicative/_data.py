@@ -4,24 +4,41 @@ A structure determined by its size (:class:`~applicative.Vector`) carries no dat
 positions differ per example (padded lengths, probabilities, amplitudes, trees, DAGs) derives from
 :class:`DataStructure` and names its tensor attributes in :attr:`DataStructure.tensors`; from that it gets
 ``data`` / ``with_data`` / ``static`` / ``batch_shape``, equality of the *same* tensors (no host sync),
-``.to(device)``, batch indexing, a batch axis inserted for heads, and concatenation (``cat``, collate).
+``.to(device)``, batch indexing, a batch axis inserted for heads, concatenation (``cat``, collate), and
+its tensors as the leaves of its pytree node.
 
-Generic code that holds any structure uses the free functions here (:func:`moved`, :func:`indexed`,
-:func:`unsqueeze_batch`, :func:`concat`, :func:`same_values`): a structure without data is its own answer.
+Generic code that holds any structure uses the free functions here (:func:`data_of`, :func:`with_data`,
+:func:`batch_shape`, :func:`moved`, :func:`indexed`, :func:`unsqueeze_batch`, :func:`concat`,
+:func:`same_values`): a structure without data is its own answer (no tensors, batch ``()``, itself).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 import torch
+import torch.utils._pytree as pytree
 from torch import Tensor
 
 from ._errors import StructureError
-from ._structure import Structure
+from ._kernels import batch_shape as batch_shape
+from ._structure import PytreeNode, Structure, _Spec
 
 S = TypeVar("S", bound=Structure)
+
+
+def _flatten(s: DataStructure) -> tuple[list[Tensor], _Spec]:
+    return list(s.data()), _Spec(type(s), s.static(), s)
+
+
+def _flatten_with_keys(s: DataStructure) -> tuple[list[tuple[Any, Tensor]], _Spec]:
+    return [(pytree.SequenceKey(i), t) for i, t in enumerate(s.data())], _Spec(type(s), s.static(), s)
+
+
+def _unflatten(leaves: Any, spec: _Spec) -> Structure:
+    data = tuple(leaves)
+    return spec.template if not data else cast("DataStructure", spec.template).with_data(data)
 
 
 class DataStructure(Structure):
@@ -41,11 +58,14 @@ class DataStructure(Structure):
     tensors: ClassVar[tuple[str, ...]] = ()
     #: trailing axes of the first tensor that are not batch axes (probabilities ``(*batch, n)``: 1)
     event_dims: ClassVar[int] = 1
+    _pytree: ClassVar[PytreeNode] = (_flatten, _unflatten, _flatten_with_keys)
 
     def data(self) -> tuple[Tensor, ...]:
+        """The per-example tensors, in :attr:`tensors` order (leading axes: the batch)."""
         return tuple(getattr(self, name) for name in self.tensors)
 
     def with_data(self, data: tuple[Tensor, ...]) -> Self:
+        """The same structure holding other (already valid) per-example tensors, in :meth:`data` order."""
         new = object.__new__(type(self))
         new.__dict__.update({k: v for k, v in self.__dict__.items() if not k.startswith("_")})
         for name, t in zip(self.tensors, data, strict=True):
@@ -53,10 +73,13 @@ class DataStructure(Structure):
         return new
 
     def static(self) -> Hashable:
+        """What identifies this structure besides its per-example tensors' values (hashable): the size and the
+        tensors' shapes; what its pytree spec compares."""
         return (self.size, *(tuple(t.shape) for t in self.data()))
 
     @property
     def batch_shape(self) -> torch.Size:
+        """Leading batch shape of the per-example data: the first tensor's shape less its :attr:`event_dims`."""
         first: Tensor = getattr(self, self.tensors[0])
         return first.shape[: first.ndim - self.event_dims]
 
@@ -151,6 +174,22 @@ class DataStructure(Structure):
 
 
 # ---- for generic code holding any structure: one without data is its own answer ----------------------
+
+
+def data_of(s: Structure) -> tuple[Tensor, ...]:
+    """``s``'s per-example tensors (:meth:`DataStructure.data`); none for a structure without per-example data."""
+    return s.data() if isinstance(s, DataStructure) else ()
+
+
+def with_data(s: S, data: tuple[Tensor, ...]) -> S:
+    """``s`` holding other (already valid) per-example tensors; ``s`` itself when it holds none."""
+    return s.with_data(data) if isinstance(s, DataStructure) else s
+
+
+def static_of(s: Structure) -> Hashable:
+    """What identifies ``s`` besides its per-example tensors (:meth:`DataStructure.static`); ``s`` itself for a
+    structure without per-example data (identified by its equality)."""
+    return s.static() if isinstance(s, DataStructure) else s
 
 
 def moved(s: S, device: torch.device | str) -> S:

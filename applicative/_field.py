@@ -19,10 +19,10 @@ import torch.utils._pytree as pytree
 from torch import Tensor
 from torch.utils.data._utils.collate import default_collate_fn_map
 
-from ._data import concat, indexed, moved
+from ._data import concat, data_of, indexed, moved, with_data
 from ._errors import StructureError
 from ._ring import REAL, Ring
-from ._structure import Structure
+from ._structure import Structure, check_axis
 
 Axes = TypeVarTuple("Axes")
 
@@ -67,7 +67,7 @@ class Field(Generic[*Axes]):
         for i, s in enumerate(self.structures):
             if not isinstance(s, Structure):
                 raise StructureError(f"Field: axis {i} is {s!r}, which is not a Structure")
-            s.check(self.tensor, i - k, "Field")
+            check_axis(s, self.tensor, i - k, "Field")
         self.ring.check_dtype(self.tensor.dtype)
 
     @property
@@ -213,7 +213,7 @@ def stack(fields: Sequence[Field[*Axes]]) -> Field[*Axes]:
 
 
 def _unsqueezed(f: Field[*Axes]) -> Field[*Axes]:
-    axes = tuple(s.with_data(tuple(t.unsqueeze(0) for t in s.data())) if s.data() else s for s in f.structures)
+    axes = tuple(with_data(s, tuple(t.unsqueeze(0) for t in d)) if (d := data_of(s)) else s for s in f.structures)
     return Field(f.tensor.unsqueeze(0), axes, f.ring)  # type: ignore[arg-type]
 
 

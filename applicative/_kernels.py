@@ -15,6 +15,13 @@ measure at the positions (``None``: counting)::
     softmax x         = e^x / Σ_j w_j e^{x_j}              at the positions
     layer_norm x      = (x - μ) / sqrt(σ² + ε) · γ + β,    μ = counit x / mass,  σ² = contract (x-μ) (x-μ) / mass
 
+``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract`` and ``affine`` are what a structure's methods of
+those names run unless it overrides them (for speed; the law checker compares the override with these).
+``positions``, ``stored``, ``grid``, ``mass``, ``softmax`` and ``layer_norm`` are free functions of the
+structure only (public in :mod:`applicative.kernels`); the last three use the structure's ``pure``,
+``counit`` and ``contract``, overrides included. :func:`batch_shape` is the batch of a structure's
+per-example data (a :class:`~applicative.DataStructure`'s), ``()`` for one without any.
+
 The generic definitions -- ``contract = counit (zip_with mul a b)`` and so on,
 written from ``pure``, ``zip_with``, ``fmap`` and ``counit`` alone -- are the
 ``generic_*`` functions: the specification the law checker compares every
@@ -45,6 +52,40 @@ def _real_dtype(x: Tensor) -> torch.dtype:
     return x.real.dtype if x.is_complex() else x.dtype
 
 
+_NO_BATCH = torch.Size()
+
+
+def batch_shape(s: Contract) -> torch.Size:
+    """The leading batch shape of the per-example data of ``s``: ``()`` for a structure without any.
+
+    Only a :class:`~applicative.DataStructure` holds per-example data and declares ``batch_shape``; the kernels
+    see structures through :class:`~applicative._contract.Contract` and read it where it is declared.
+    """
+    shape: torch.Size | None = getattr(s, "batch_shape", None)
+    return _NO_BATCH if shape is None else shape
+
+
+def grid(s: Contract) -> int:
+    """Positions on which products of two stored values are exact: ``size``, or its basis's ``grid``."""
+    b = s.basis
+    return s.size if b is None else b.grid
+
+
+def positions(s: Contract, x: Tensor, dim: int, points: int | None = None) -> Tensor:
+    """``P x``: stored values along ``dim`` at the positions (``points`` of them on an oversampled grid).
+
+    The identity for a structure stored at its positions; else its basis's ``positions`` (default ``size`` points).
+    """
+    b = s.basis
+    return x if b is None else b.positions(x, dim, s.size if points is None else points)
+
+
+def stored(s: Contract, v: Tensor, dim: int) -> Tensor:
+    """``S v``: values at positions along ``dim`` (any number ``>= size`` of them) back to the stored values."""
+    b = s.basis
+    return v if b is None else b.stored(v, dim)
+
+
 def measure(s: Contract, dtype: torch.dtype, device: torch.device, points: int | None = None) -> Tensor | None:
     """``s.log_measure(...)``, its shape checked against the contract: ``(*batch, points or size)``.
 
@@ -55,10 +96,10 @@ def measure(s: Contract, dtype: torch.dtype, device: torch.device, points: int |
         return None
     n = points if points is not None else s.size
     batch = tuple(lw.shape[:-1])
-    if lw.ndim == 0 or lw.shape[-1] != n or broadcast_batch(batch, tuple(s.batch_shape)) is None:
+    if lw.ndim == 0 or lw.shape[-1] != n or broadcast_batch(batch, tuple(batch_shape(s))) is None:
         raise StructureError(
             f"{s!r}.log_measure(points={points}) returned shape {tuple(lw.shape)}, expected (*batch, {n}) with "
-            f"batch {tuple(s.batch_shape)} (the structure's batch_shape): log w at each of the "
+            f"batch {tuple(batch_shape(s))} (the structure's batch_shape): log w at each of the "
             f"{'requested points' if points is not None else 'positions'}; fix the structure's log_measure"
         )
     return lw
@@ -93,7 +134,7 @@ def pure(s: Contract, x: Tensor, dim: int) -> Tensor:
     """``pure x``: ``x`` at every position, in the stored basis."""
     d = dim % (x.ndim + 1)
     t = x.unsqueeze(d).expand(*x.shape[:d], s.size, *x.shape[d:])
-    return t if s.basis is None else s.stored(t, d)
+    return t if s.basis is None else stored(s, t, d)
 
 
 def fmap(s: Contract, f: Pointwise, x: Tensor, dim: int) -> Tensor:
@@ -101,15 +142,15 @@ def fmap(s: Contract, f: Pointwise, x: Tensor, dim: int) -> Tensor:
     if s.basis is None:
         return f(x)
     d = dim % x.ndim
-    return s.stored(f(s.positions(x, d)), d)
+    return stored(s, f(positions(s, x, d)), d)
 
 
 def zip_with(s: Contract, f: Pointwise2, a: Tensor, b: Tensor, dim: int) -> Tensor:
     """``fmap (uncurry f) (pair a b)``: ``f`` at the positions of the product grid, back to the stored basis."""
     if s.basis is None:
         return f(a, b)
-    d, m = dim % a.ndim, s.grid
-    return s.stored(f(s.positions(a, d, m), s.positions(b, d, m)), d)
+    d, m = dim % a.ndim, grid(s)
+    return stored(s, f(positions(s, a, d, m), positions(s, b, d, m)), d)
 
 
 def counit(s: Contract, x: Tensor, dim: int, ring: Ring) -> Tensor:
@@ -117,7 +158,7 @@ def counit(s: Contract, x: Tensor, dim: int, ring: Ring) -> Tensor:
     d = dim % x.ndim
     if s.basis is not None:
         check_ring(s, ring, "counit")
-        x = s.positions(x, d)
+        x = positions(s, x, d)
     x, d, lw = log_weights(s, x, d)
     if lw is None:
         return ring.sum(x, d)
@@ -132,7 +173,7 @@ def contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
     """``counit (zip_with mul a b)`` as one matrix product against the measure: ``(..., m, n) x (..., n, k)``."""
     if s.basis is not None:
         check_ring(s, ring, "contract")
-        if not s.batch_shape:
+        if not batch_shape(s):
             w = s.metric(a.dtype, a.device)
             return (a @ w) @ b if a.shape[-2] <= b.shape[-1] else a @ (w @ b)
         return generic_contract(s, a, b, ring)
@@ -150,7 +191,7 @@ def contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
 
 def affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
     """``x Wᵀ + b`` contracting the last axis of ``x``: ``nnf.linear`` against the measure where it can."""
-    if ring.has(Capability.SOFTMAX) and weight.ndim == 2 and not s.batch_shape:
+    if ring.has(Capability.SOFTMAX) and weight.ndim == 2 and not batch_shape(s):
         if s.basis is not None:
             return nnf.linear(x, weight @ s.metric(weight.dtype, weight.device), bias)
         lw = measure(s, _real_dtype(x), x.device)
@@ -185,8 +226,8 @@ def softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
     """
     d = dim % x.ndim
     if s.basis is not None:
-        v = s.positions(x, d, s.grid)
-        e = s.stored(torch.exp(v - v.amax(d, keepdim=True).detach()), d)  # a constant shift of the function
+        v = positions(s, x, d, grid(s))
+        e = stored(s, torch.exp(v - v.amax(d, keepdim=True).detach()), d)  # a constant shift of the function
         return e / s.counit(e, d, REAL).unsqueeze(d)
     x, d, lw = log_weights(s, x, d)
     if lw is None:
@@ -197,9 +238,9 @@ def softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
 
 def layer_norm(s: Contract, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """Layer norm over the last axis; mean by the counit, variance by the contraction (exact in any basis)."""
-    if s.basis is None and not s.batch_shape and measure(s, _real_dtype(x), x.device) is None:
+    if s.basis is None and not batch_shape(s) and measure(s, _real_dtype(x), x.device) is None:
         return nnf.layer_norm(x, (s.size,), weight, bias, eps)
-    m = s.mass(x)
+    m = mass(s, x)
     centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)
     var = s.contract(centred.unsqueeze(-2), centred.unsqueeze(-1), REAL)[..., 0, 0] / m
     return scale_shift(s, centred * torch.rsqrt(var + eps).unsqueeze(-1), weight, bias)
@@ -217,7 +258,7 @@ def scale_shift(s: Contract, y: Tensor, weight: Tensor | None, bias: Tensor | No
 
 def metric(s: Contract, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``W = Pᵀ diag(w) P`` on the product grid: the Gram matrix of the stored basis, ``(n, n)``."""
-    if s.batch_shape:
+    if batch_shape(s):
         raise StructureError(f"{s!r}: a metric is per structure, but this one carries per-example data")
     return _metric(s, dtype, device)
 
@@ -228,8 +269,8 @@ def _metric64(s: Contract, device: torch.device) -> Tensor:
     # graph the compiler cannot always lower (a reduction)
     with torch.inference_mode(False):
         eye = torch.eye(s.size, dtype=torch.float64, device=device)
-        p = s.positions(eye, 0, s.grid)  # (grid, n): the basis functions at the positions
-        lw = measure(s, torch.float64, device, s.grid)
+        p = positions(s, eye, 0, grid(s))  # (grid, n): the basis functions at the positions
+        lw = measure(s, torch.float64, device, grid(s))
         wp = p if lw is None else p * lw.exp().unsqueeze(-1)
         return p.transpose(0, 1) @ wp
 
@@ -247,10 +288,10 @@ def _factor64(s: Contract) -> Tensor:
 
 def factor(s: Contract, x: Tensor) -> Tensor:
     """``x L`` along the last axis, with ``L Lᵀ`` the metric of the contraction (heads of attention)."""
-    if s.basis is not None and s.batch_shape:
+    if s.basis is not None and batch_shape(s):
         # a metric per example, possibly singular (padding): factor through the product grid instead,
         # x L = (P x) sqrt(w) with P the positions there, so (x L)(y L)ᵀ = x Pᵀ diag(w) P y = x W y
-        v, _, lw = log_weights(s, s.positions(x, -1, s.grid), x.ndim - 1, s.grid)
+        v, _, lw = log_weights(s, positions(s, x, -1, grid(s)), x.ndim - 1, grid(s))
         return v if lw is None else torch.where(torch.isneginf(lw), 0, v * (0.5 * lw).exp())
     if s.basis is not None:
         if torch.compiler.is_compiling():
@@ -273,8 +314,8 @@ def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, T
     """
     points = None
     if s.basis is not None:
-        points = s.grid
-        tk, tv = s.positions(tk, -2, points), s.positions(tv, -2, points)
+        points = grid(s)
+        tk, tv = positions(s, tk, -2, points), positions(s, tv, -2, points)
     lw = measure(s, _real_dtype(tk), tk.device, points)
     if lw is None:
         return tk, tv, None

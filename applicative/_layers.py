@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple
 
+from . import _kernels as kernels
 from ._algebra import add, fmap_last, join, linear, pointwise
 from ._field import Field, check_compatible
 from ._structure import Pointwise, Structure
@@ -47,7 +48,7 @@ def layer_norm(
             join("layer_norm", f"the {name}", p.structures[0], "the input's last axis", d)
             check_compatible("layer_norm", x, p, names=("the input", f"the {name}"))
     w, b = (None if weight is None else weight.tensor), (None if bias is None else bias.tensor)
-    return x.with_tensor(fmap_last(lambda t: d.layer_norm(t, w, b, eps), x.tensor, x.structures))
+    return x.with_tensor(fmap_last(lambda t: kernels.layer_norm(d, t, w, b, eps), x.tensor, x.structures))
 
 
 def residual(f: Callable[[Field[*A]], Field[*A]], x: Field[*A]) -> Field[*A]:

@@ -22,6 +22,7 @@ from ._attention import Normalise, attention, scaled_softmax
 from ._data import unsqueeze_batch
 from ._errors import StructureError
 from ._field import Field, expect_field
+from ._kernels import batch_shape
 from ._layers import layer_norm
 from ._ring import REAL, Capability, Ring
 from ._structure import Pointwise, Structure
@@ -291,4 +292,4 @@ class MultiHeadAttention(nn.Module, Generic[D]):
 def _dot_product(s: Structure) -> bool:
     """Whether contracting over ``s`` is the plain dot product: values stored at their positions, the counting
     measure, no per-example data -- what keys extended by position features keep (they become a ``Vector``)."""
-    return s.basis is None and not s.batch_shape and s.log_measure(torch.float64, torch.device("cpu")) is None
+    return s.basis is None and not batch_shape(s) and s.log_measure(torch.float64, torch.device("cpu")) is None

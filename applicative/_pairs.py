@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._data import DataStructure
+from . import _kernels as k
+from ._data import DataStructure, batch_shape, data_of, static_of, with_data
 from ._errors import StructureError
 from ._ring import Ring
 from ._structure import Basis, Structure
@@ -46,11 +47,12 @@ def _sizes(a: Structure, b: Structure, points: int) -> tuple[int, int]:
     """How ``points`` positions of ``a ⊗ b`` factor: the structures' own positions, or their product grid."""
     if points == a.size * b.size:
         return a.size, b.size
-    if points == a.grid * b.grid:
-        return a.grid, b.grid
+    ga, gb = k.grid(a), k.grid(b)
+    if points == ga * gb:
+        return ga, gb
     raise StructureError(
         f"Pairs({a!r}, {b!r}): {points} positions are neither its {a.size}x{b.size} positions nor its "
-        f"{a.grid}x{b.grid} product grid; ask for one of those"
+        f"{ga}x{gb} product grid; ask for one of those"
     )
 
 
@@ -64,20 +66,20 @@ class PairsBasis(Basis):
     @property
     def grid(self) -> int:
         """The product of the factors' grids: where a product of two stored values is exact."""
-        return self.a.grid * self.b.grid
+        return k.grid(self.a) * k.grid(self.b)
 
     def positions(self, x: Tensor, dim: int, points: int) -> Tensor:
         pa, pb = _sizes(self.a, self.b, points)
         d = dim % x.ndim
         t = unflatten(x, d, (self.a.size, self.b.size))  # (..., |a|, |b|, ...)
-        t = self.b.positions(self.a.positions(t, d, pa), d + 1, pb)
+        t = k.positions(self.b, k.positions(self.a, t, d, pa), d + 1, pb)
         return t.flatten(d, d + 1)
 
     def stored(self, v: Tensor, dim: int) -> Tensor:
         d = dim % v.ndim
         pa, pb = _sizes(self.a, self.b, v.shape[d])
         t = unflatten(v, d, (pa, pb))
-        return self.b.stored(self.a.stored(t, d), d + 1).flatten(d, d + 1)
+        return k.stored(self.b, k.stored(self.a, t, d), d + 1).flatten(d, d + 1)
 
 
 class Pairs(DataStructure):
@@ -95,10 +97,10 @@ class Pairs(DataStructure):
                     f"Pairs({name}=...): expected a Structure, got {type(s).__name__}; "
                     "pass e.g. Pairs(Vector(8), Vector(8))"
                 )
-        if broadcast_batch(a.batch_shape, b.batch_shape) is None:
+        if broadcast_batch(batch_shape(a), batch_shape(b)) is None:
             raise StructureError(
-                f"Pairs({a!r}, {b!r}): the factors' per-example batches {tuple(a.batch_shape)} and "
-                f"{tuple(b.batch_shape)} do not broadcast; build both for the same examples"
+                f"Pairs({a!r}, {b!r}): the factors' per-example batches {tuple(batch_shape(a))} and "
+                f"{tuple(batch_shape(b))} do not broadcast; build both for the same examples"
             )
         self.a, self.b = a, b
         self.size = a.size * b.size
@@ -106,18 +108,18 @@ class Pairs(DataStructure):
     # ---- 1. size, per-example data, identity ------------------------------------
 
     def data(self) -> tuple[Tensor, ...]:
-        return (*self.a.data(), *self.b.data())
+        return (*data_of(self.a), *data_of(self.b))
 
     def with_data(self, data: tuple[Tensor, ...]) -> Pairs:
-        k = len(self.a.data())
-        return Pairs(self.a.with_data(data[:k]), self.b.with_data(data[k:]))
+        n = len(data_of(self.a))
+        return Pairs(with_data(self.a, data[:n]), with_data(self.b, data[n:]))
 
     def static(self) -> Hashable:
-        return (type(self.a), self.a.static(), type(self.b), self.b.static())
+        return (type(self.a), static_of(self.a), type(self.b), static_of(self.b))
 
     @property
     def batch_shape(self) -> torch.Size:
-        shape = broadcast_batch(self.a.batch_shape, self.b.batch_shape)
+        shape = broadcast_batch(batch_shape(self.a), batch_shape(self.b))
         assert shape is not None  # checked on construction
         return torch.Size(shape)
 

@@ -3,7 +3,9 @@
 The contract a structure author writes is the docstring of :class:`Structure`
 (``help(Structure)``); what is derived from it lives in :mod:`applicative._kernels`
 as free functions, and the plumbing of structures that carry per-example tensors
-in :class:`~applicative.DataStructure`.
+in :class:`~applicative.DataStructure` (:mod:`applicative._data`). The checks
+every structure gets without declaring anything are free functions here:
+:func:`check_axis` (a tensor axis can hold the structure) and :func:`require_order`.
 
 Tensor conventions. A structure acts on one tensor axis ``dim`` (negative
 indices count from the end). Axes before ``dim`` are batch axes (outer
@@ -15,9 +17,9 @@ the batch and the structure's own axis.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import torch
 import torch.utils._pytree as pytree
@@ -32,35 +34,69 @@ from ._ring import Ring
 from ._tensor import broadcast_batch, unflatten
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """A structure's pytree context: its class and static part (what specs compare), and a template to rebuild."""
+
+    kind: type
+    static: Hashable
+    template: Structure = field(compare=False, hash=False)
+
+
+def _flatten(s: Structure) -> tuple[list[Tensor], _Spec]:
+    return [], _Spec(type(s), s, s)  # no leaves: the structure is its own static part
+
+
+def _flatten_with_keys(s: Structure) -> tuple[list[tuple[Any, Tensor]], _Spec]:
+    return [], _Spec(type(s), s, s)
+
+
+def _unflatten(leaves: Any, spec: _Spec) -> Structure:
+    return spec.template
+
+
+#: a pytree node's functions: flatten, unflatten, flatten with keys
+PytreeNode = tuple[
+    Callable[[Any], tuple[list[Tensor], _Spec]],
+    Callable[[Any, _Spec], Any],
+    Callable[[Any], tuple[list[tuple[Any, Tensor]], _Spec]],
+]
+
+
 class Structure:
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
     The contract (DESIGN §3). Most structures are an index set with a measure; a
     structure author writes only:
 
-    1. ``size``, and per-example data if it has any: derive from
-       :class:`~applicative.DataStructure` and name the tensor attributes (``tensors = ("probs",)``);
-       its equality, ``.to(device)``, batch indexing and concatenation come with that base
-       (with :class:`~applicative.Ragged` for examples of different sizes), and every structure
-       is a pytree node;
+    1. ``size`` (equality is the class and the size; define ``__eq__`` and ``__hash__``
+       if more identifies it, as :class:`Stacked` does). Per-example data, if it has any:
+       derive from :class:`~applicative.DataStructure` and name the tensor attributes
+       (``tensors = ("probs",)``); its equality, ``.to(device)``, batch indexing and concatenation
+       come with that base (with :class:`~applicative.Ragged` for examples of different sizes).
+       Every structure is a pytree node, whose leaves are its per-example tensors;
     2. its stored basis, if values are not stored at their positions
        (:attr:`basis`, a :class:`Basis`; ``None``: the identity);
     3. its measure at the positions: :meth:`log_measure` (``None``: the counting
        measure; shape ``(*batch, size)``, checked where used); optionally an exact
        :meth:`metric` on the stored basis;
-    4. only if pairing is data dependent (trees): :meth:`join` and :meth:`refine`.
+    4. only if pairing is data dependent (trees): :meth:`join` and :meth:`refine`
+       (and, to walk both structures at once, :meth:`inner`).
 
-    Everything else -- ``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract``,
-    ``affine``, ``mass``, ``softmax``, ``layer_norm`` and the attention lowering --
-    is derived once (:mod:`applicative._kernels`); the methods here are one-line
-    shells over those free functions. A structure may override one for speed; the
-    law checker checks the override against the derived and the generic definitions.
+    Everything else is derived once (:mod:`applicative._kernels`). ``pure``, ``fmap``,
+    ``zip_with``, ``counit``, ``contract`` and ``affine`` are methods here, one-line shells over
+    those free functions: a structure may override one for speed, and the law checker checks the
+    override against the derived and the generic definitions. The rest -- the change of basis
+    (``positions``, ``stored``, ``grid``), ``mass``, ``softmax``, ``layer_norm`` and the attention
+    lowering -- are free functions of the structure only (public in :mod:`applicative.kernels`),
+    built on those methods.
 
     Capabilities (DESIGN §5) are declared, not assumed: :attr:`ordered` (causal
-    masks), :attr:`periodic` (coordinates on a circle), :meth:`split` (attention heads),
-    :meth:`coordinates` (positions on ``[-1, 1]``), and the rings a structure supports
-    (:meth:`check_ring`). Each raises a :class:`StructureError` naming the structure and the capability.
-    Check yours with ``python -m applicative.laws``.
+    masks; :func:`~applicative.require_order` asks for it), :attr:`periodic` (coordinates on a circle),
+    :attr:`real` (values must be real floating point), :meth:`split` (attention heads),
+    :meth:`coordinates` (positions on ``[-1, 1]``), :meth:`stack` (the heads' outputs side by side), and
+    the rings a structure supports (:meth:`check_ring`). Each raises a :class:`StructureError` naming the
+    structure and the capability. Check yours with ``python -m applicative.laws``.
 
     A seven-line example (a periodic grid with the uniform measure)::
 
@@ -81,39 +117,26 @@ class Structure:
     #: capability: positions lie on a circle, so a distance ``t - s`` between coordinates is taken modulo the
     #: period 2 (a window is ``1 - cos π(t - s)``, not ``(t - s)²``)
     periodic: ClassVar[bool] = False
+    #: values on it are real (a series' real coefficients): a field on it needs a floating-point tensor,
+    #: neither complex nor integer (checked by :func:`check_axis`)
+    real: ClassVar[bool] = False
+    #: how instances are pytree nodes: a structure without per-example data has no leaves; a
+    #: :class:`~applicative.DataStructure` declares its own (its tensors are the leaves)
+    _pytree: ClassVar[PytreeNode] = (_flatten, _unflatten, _flatten_with_keys)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # every structure is a pytree node: its per-example tensors are leaves
-        pytree.register_pytree_node(cls, _flatten, _unflatten, flatten_with_keys_fn=_flatten_with_keys)
+        flatten, unflatten, flatten_with_keys = cls._pytree
+        pytree.register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=flatten_with_keys)
 
-    # ---- 1. size, per-example data, identity ---------------------------------
-
-    def data(self) -> tuple[Tensor, ...]:
-        """Per-example tensors (leading axes: the batch); none here (:class:`~applicative.DataStructure` has them)."""
-        return ()
-
-    def with_data(self, data: tuple[Tensor, ...]) -> Self:
-        """The same structure holding other (already valid) per-example tensors; itself when it holds none."""
-        return self
-
-    def static(self) -> Hashable:
-        """What identifies this structure besides any per-example tensors (hashable)."""
-        return self.size
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        """Leading batch shape of the per-example data (``()`` when it has none)."""
-        return torch.Size()
+    # ---- 1. size and identity ----------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        """Same class and same :meth:`static` part."""
-        if self is other:
-            return True
-        return isinstance(other, Structure) and type(other) is type(self) and self.static() == other.static()
+        """Same class and same ``size``."""
+        return self is other or (type(other) is type(self) and isinstance(other, Structure) and other.size == self.size)
 
     def __hash__(self) -> int:
-        return hash((type(self), self.static()))
+        return hash((type(self), self.size))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.size})"
@@ -122,23 +145,12 @@ class Structure:
 
     @property
     def basis(self) -> Basis | None:
-        """The stored basis; ``None`` when values are stored at their positions."""
+        """The stored basis; ``None`` when values are stored at their positions.
+
+        The change of basis is :func:`applicative.kernels.positions` and :func:`applicative.kernels.stored`
+        (the identity without a basis), exact for products on :func:`applicative.kernels.grid` positions.
+        """
         return None
-
-    def positions(self, x: Tensor, dim: int, points: int | None = None) -> Tensor:
-        """Values at the positions (``points`` of them on an oversampled grid); the identity by default."""
-        b = self.basis
-        return x if b is None else b.positions(x, dim, self.size if points is None else points)
-
-    def stored(self, v: Tensor, dim: int) -> Tensor:
-        """Values at positions -> stored values; the identity by default."""
-        b = self.basis
-        return v if b is None else b.stored(v, dim)
-
-    @property
-    def grid(self) -> int:
-        """Positions on which products of two stored values are exact (``size`` unless the basis says more)."""
-        return self.size if self.basis is None else self.basis.grid
 
     # ---- 3. the measure --------------------------------------------------------
 
@@ -156,7 +168,7 @@ class Structure:
     def metric(self, dtype: torch.dtype, device: torch.device) -> Tensor:
         """The Gram matrix ``W = Pᵀ diag(w) P`` of the stored basis on its product grid, ``(n, n)``.
 
-        Derived from :meth:`positions` and :meth:`log_measure`; override with an exact one.
+        Derived from the basis and :meth:`log_measure`; override with an exact one.
         """
         return k.metric(self, dtype, device)
 
@@ -185,7 +197,7 @@ class Structure:
         """
         return None
 
-    # ---- derived: Applicative and Counit ---------------------------------------
+    # ---- derived: Applicative and Counit (shells a structure may override) -------------
 
     def pure(self, x: Tensor, dim: int) -> Tensor:
         """Insert this structure's axis at ``dim`` holding ``x`` everywhere (``pure x``)."""
@@ -203,7 +215,7 @@ class Structure:
         """Collapse axis ``dim`` of ``x``: ``Σ_positions w ⊗ x`` (a sum, integral, expectation)."""
         return k.counit(self, x, dim, ring)
 
-    # ---- derived kernels ---------------------------------------------------------
+    # ---- derived linear kernels (shells a structure may override) ---------------------
 
     def contract(self, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
         """``counit (zip_with mul a b)`` as a matrix product: ``(..., m, n) x (..., n, k) -> (..., m, k)``."""
@@ -212,18 +224,6 @@ class Structure:
     def affine(self, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
         """``x Wᵀ + b`` contracting this axis: ``x`` ``(..., n)``, ``weight`` ``(m, n)``, ``bias`` ``(m,)``."""
         return k.affine(self, x, weight, bias, ring)
-
-    def mass(self, like: Tensor) -> Tensor:
-        """``counit (pure 1)``, shaped like ``like.shape[:-1]`` (``n`` for a vector, 2 on [-1, 1])."""
-        return k.mass(self, like)
-
-    def softmax(self, x: Tensor, dim: int) -> Tensor:
-        """``e^x / counit(e^x)`` along ``dim``, against this structure's measure."""
-        return k.softmax(self, x, dim)
-
-    def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-        """Layer norm over the last axis with mean and variance taken by the measure."""
-        return k.layer_norm(self, x, weight, bias, eps)
 
     # ---- capabilities -------------------------------------------------------------
 
@@ -240,8 +240,8 @@ class Structure:
         self, dtype: torch.dtype, device: torch.device | str | None = None, points: int | None = None
     ) -> Tensor:
         """The coordinate ``t`` in ``[-1, 1]`` of each of the ``points`` (default ``size``) positions where
-        :meth:`positions` evaluates: ``(points,)`` (capability: positions on an interval, e.g. for a window on the
-        distance ``t - s``)."""
+        :func:`applicative.kernels.positions` evaluates: ``(points,)`` (capability: positions on an interval, e.g.
+        for a window on the distance ``t - s``)."""
         raise StructureError(
             f"{self!r} declares no coordinates (capability `coordinates`: where on [-1, 1] its positions lie); "
             "override coordinates() on the structure, or use one that has them (Chebyshev)"
@@ -255,55 +255,45 @@ class Structure:
         """Raise :class:`StructureError` if values on this structure cannot live in ``ring``."""
         k.check_ring(self, ring, op)
 
-    def require_order(
-        self, op: str, fix: str = "use an ordered sequence structure (Vector, Padded) for causal attention"
-    ) -> None:
-        """Raise :class:`StructureError` naming ``op`` and the ``fix`` unless this structure is :attr:`ordered`."""
-        if not self.ordered:
+
+# ---- the checks every structure gets -----------------------------------------------------
+
+
+def require_order(
+    s: Structure, op: str, fix: str = "use an ordered sequence structure (Vector, Padded) for causal attention"
+) -> None:
+    """Raise :class:`StructureError` naming ``op`` and the ``fix`` unless ``s`` is :attr:`~Structure.ordered`."""
+    if not s.ordered:
+        raise StructureError(
+            f"{op}: {s!r} has no order (capability `ordered`), so a causal mask means nothing on it; {fix}"
+        )
+
+
+def check_axis(s: Structure, x: Tensor, dim: int, where: str) -> None:
+    """Raise :class:`StructureError` unless axis ``dim`` of ``x`` can hold ``s``.
+
+    Its size is ``s.size``; the leading axes of ``x`` broadcast with the batch of ``s``'s per-example
+    data (left-aligned); and a structure that declares :attr:`~Structure.real` holds a floating-point tensor.
+    """
+    n = x.shape[dim]
+    if n != s.size:
+        raise StructureError(
+            f"{where}: axis {dim} should be {s!r} of size {s.size}, "
+            f"but the tensor has size {n} there (tensor shape {tuple(x.shape)})"
+        )
+    batch = k.batch_shape(s)
+    if batch:
+        q = min(dim % x.ndim, len(batch))
+        if broadcast_batch(x.shape[:q], batch[:q]) is None:
             raise StructureError(
-                f"{op}: {self!r} has no order (capability `ordered`), so a causal mask means nothing on it; {fix}"
+                f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
+                f"{s!r} {tuple(batch)} (per-example data lines up with the leading axes of a tensor)"
             )
-
-    # ---- checks and per-example batches ------------------------------------------
-
-    def check(self, x: Tensor, dim: int, where: str) -> None:
-        """Raise :class:`StructureError` unless axis ``dim`` of ``x`` can hold this structure."""
-        n = x.shape[dim]
-        if n != self.size:
-            raise StructureError(
-                f"{where}: axis {dim} should be {self!r} of size {self.size}, "
-                f"but the tensor has size {n} there (tensor shape {tuple(x.shape)})"
-            )
-        batch = self.batch_shape
-        if batch:
-            q = min(dim % x.ndim, len(batch))
-            if broadcast_batch(x.shape[:q], batch[:q]) is None:
-                raise StructureError(
-                    f"{where}: the tensor's leading axes {tuple(x.shape[:q])} do not broadcast with the batch of "
-                    f"{self!r} {tuple(batch)} (per-example data lines up with the leading axes of a tensor)"
-                )
-
-
-@dataclass(frozen=True)
-class _Spec:
-    """A structure's pytree context: its class and static part (what specs compare), and a template to rebuild."""
-
-    kind: type
-    static: Hashable
-    template: Structure = field(compare=False, hash=False)
-
-
-def _flatten(s: Structure) -> tuple[list[Tensor], _Spec]:
-    return list(s.data()), _Spec(type(s), s.static(), s)
-
-
-def _flatten_with_keys(s: Structure) -> tuple[list[tuple[Any, Tensor]], _Spec]:
-    return [(pytree.SequenceKey(i), t) for i, t in enumerate(s.data())], _Spec(type(s), s.static(), s)
-
-
-def _unflatten(leaves: Any, spec: _Spec) -> Structure:
-    data = tuple(leaves)
-    return spec.template if not data else spec.template.with_data(data)
+    if s.real and not x.dtype.is_floating_point:
+        raise StructureError(
+            f"{where}: {s!r} holds real values (it declares `real`), got dtype {x.dtype}; "
+            "convert with tensor.to(torch.float32)"
+        )
 
 
 class Stacked(Structure):
@@ -321,8 +311,16 @@ class Stacked(Structure):
         self.copies = copies
         self.size = base.size * copies
 
-    def static(self) -> Hashable:
-        return (self.base, self.copies)
+    def __eq__(self, other: object) -> bool:
+        """Same base and number of copies."""
+        if self is other:
+            return True
+        if type(other) is not type(self) or not isinstance(other, Stacked):
+            return False
+        return other.base == self.base and other.copies == self.copies
+
+    def __hash__(self) -> int:
+        return hash((Stacked, self.base, self.copies))
 
     def __repr__(self) -> str:
         return f"Stacked({self.base!r}, {self.copies})"

@@ -120,14 +120,11 @@ def join(a: Tree, other: Structure, op: str) -> Structure:
 
 def inner(s: Tree, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
     """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
-    if (
-        not ring.has(Capability.SOFTMAX)
-        or not _same_kind(s, other)
-        or torch.compiler.is_compiling()
-        or broadcast_batch(s.batch_shape, other.batch_shape) is None
-    ):
+    if not ring.has(Capability.SOFTMAX) or not _same_kind(s, other) or torch.compiler.is_compiling():
         return None
     t: Tree = other  # type: ignore[assignment]
+    if broadcast_batch(s.batch_shape, t.batch_shape) is None:
+        return None
     from ._tree_inner import inner_linear  # numba: imported when first needed
 
     mean = s.algebra is NodeAlgebra.MEAN

@@ -59,12 +59,12 @@ Only the real ring: ``W`` and ``w`` are real integrals, so other rings raise
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar, TypeVarTuple
+from typing import ClassVar, TypeVar, TypeVarTuple
 
 import torch
 from torch import Tensor
 
-from applicative import Field, Normalise, Ring, Sized, Structure, StructureError
+from applicative import Field, Normalise, Ring, Sized, Structure
 
 from ._chebtransform import (
     bubble,
@@ -119,6 +119,8 @@ class Chebyshev(Sized):
     never to ``X``).
     """
 
+    real: ClassVar[bool] = True  # real coefficients
+
     @property
     def basis(self) -> ChebyshevBasis:
         return ChebyshevBasis(self.size)
@@ -171,13 +173,6 @@ class Chebyshev(Sized):
     def derivative(self, c: Tensor, dim: int = -1, order: int = 1) -> Tensor:
         """Coefficients of the ``order``-th derivative, same length (top ``order`` terms zero)."""
         return derivative(c, dim, order)
-
-    def check(self, x: Tensor, dim: int, where: str) -> None:
-        super().check(x, dim, where)
-        if not x.dtype.is_floating_point:
-            raise StructureError(
-                f"{where}: {self!r} holds real coefficients, got dtype {x.dtype}; convert with tensor.to(torch.float32)"
-            )
 
 
 @dataclass(frozen=True)

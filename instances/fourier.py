@@ -186,6 +186,7 @@ class Fourier(Sized):
     """
 
     periodic: ClassVar[bool] = True
+    real: ClassVar[bool] = True  # real coefficients
 
     def __init__(self, size: int | None = None) -> None:
         super().__init__(size)
@@ -229,10 +230,3 @@ class Fourier(Sized):
     def evaluate(self, c: Tensor, t: Tensor, dim: int = -1) -> Tensor:
         """The series along ``dim`` at arbitrary points ``t``; axis ``dim`` becomes ``t``'s axes."""
         return evaluate(c, t, dim)
-
-    def check(self, x: Tensor, dim: int, where: str) -> None:
-        super().check(x, dim, where)
-        if not x.dtype.is_floating_point:
-            raise StructureError(
-                f"{where}: {self!r} holds real coefficients, got dtype {x.dtype}; convert with tensor.to(torch.float32)"
-            )

@@ -31,7 +31,7 @@ from typing import TypeVar, TypeVarTuple
 import torch
 from torch import Tensor
 
-from applicative import Capability, Field, Normalise, Real, Ring, Structure, StructureError
+from applicative import Capability, Field, Normalise, Real, Ring, Structure, StructureError, kernels
 
 F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
@@ -158,7 +158,7 @@ class RealPartSoftmax(Normalise):
 
     def __call__(self, scores: Field[*I, F]) -> Field[*I, F]:
         t = scores.tensor
-        w = scores.structures[-1].softmax(t.real * self.scale, -1)
+        w = kernels.softmax(scores.structures[-1], t.real * self.scale, -1)
         return scores.with_tensor(w.to(t.dtype))
 
 

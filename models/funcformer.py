@@ -51,7 +51,7 @@ from typing import Generic, TypeVar, TypeVarTuple, cast
 import torch
 from torch import Tensor, nn
 
-from applicative import Capability, Field, Normalise, Structure, StructureError, add, expect_field, mul_mmt
+from applicative import Capability, Field, Normalise, Structure, StructureError, add, expect_field, kernels, mul_mmt
 from instances import Chebyshev, Vector
 
 from ._drawing import Gadget, Parameter, Step, join, linear_step
@@ -116,7 +116,7 @@ def window_queries(betas: Tensor, queries: Structure) -> Tensor:
         features = torch.stack([torch.cos(math.pi * t), torch.sin(math.pi * t)], -1) * (2 / math.pi**2)
     else:
         features = torch.stack([2 * t, torch.ones_like(t)], -1)
-    return queries.stored(betas[:, None, None] * features, -2)
+    return kernels.stored(queries, betas[:, None, None] * features, -2)
 
 
 def key_features(s: Tensor, periodic: bool) -> Tensor:
@@ -130,7 +130,7 @@ def key_features(s: Tensor, periodic: bool) -> Tensor:
 def window_keys(keys: Structure, dtype: torch.dtype, device: torch.device | str | None = None) -> Tensor:
     """``(1, |keys|, 2)``: :func:`key_features` stored on ``keys`` (its coordinates ``s``), the keys' side of
     :func:`gaussian_window`."""
-    return keys.stored(key_features(keys.coordinates(dtype, device), keys.periodic), -2)[None]
+    return kernels.stored(keys, key_features(keys.coordinates(dtype, device), keys.periodic), -2)[None]
 
 
 def gaussian_window(betas: Tensor, queries: Structure, keys: Structure) -> tuple[Tensor, Tensor]:
@@ -266,9 +266,10 @@ def _window_features(
         p, r = gaussian_window(betas / normalise.scale, sequence, sequence)
     except StructureError as e:
         raise StructureError(f"FuncformerConfig.window={config.window}: {e}; or use window=0") from None
-    s = sequence.coordinates(torch.float64, points=sequence.grid)  # exact at the points products are taken on
+    grid = kernels.grid(sequence)
+    s = sequence.coordinates(torch.float64, points=grid)  # exact at the points products are taken on
     want = key_features(s, sequence.periodic)
-    if not torch.allclose(sequence.positions(r, -2, sequence.grid)[0], want, atol=1e-12):
+    if not torch.allclose(kernels.positions(sequence, r, -2, grid)[0], want, atol=1e-12):
         held = "cos πt and sin πt" if sequence.periodic else "t²"
         raise StructureError(
             f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold {held} exactly, so the window would "

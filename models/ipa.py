@@ -45,6 +45,7 @@ from applicative import (
     add,
     mul_mm,
     mul_mmt,
+    require_order,
     unsqueeze_batch,
 )
 
@@ -80,7 +81,7 @@ class IPAColumn(nn.Module):
         seq, model = x.structures
         if model != self.model:
             raise StructureError(f"IPAColumn: the input's features are {model!r}, the model is {self.model!r}")
-        seq.require_order("IPAColumn")
+        require_order(seq, "IPAColumn")
         left, right, inner = (self._per_centre(m(x), seq) for m in (self.left, self.right, self.inner))
         scores = mul_mmt(left, right).tensor * self.scale  # (..., P, j, l) = ⟨W_l^pᵀ x_l, W_r^p x_j⟩
         kernels = torch.softmax(scores, dim=-3)  # Σ_p K^p_jl = 1: over the centres

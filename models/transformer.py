@@ -37,6 +37,7 @@ from applicative import (
     expect_field,
     mlp,
     mul_mmt,
+    require_order,
 )
 from applicative.tensors import summary
 
@@ -55,7 +56,8 @@ def require_order_at_forward(model: str, layers: Iterable[nn.Module], x: Field[S
     structure, which arrives with the input.
     """
     if any(isinstance(layer, _Layer) and layer.self_attn.normalise.causal for layer in layers):
-        x.structures[0].require_order(
+        require_order(
+            x.structures[0],
             f"{model} (causal self-attention, sequence checked at forward)",
             f"use an ordered sequence structure (Vector, Padded), or {fix}",
         )
@@ -456,7 +458,7 @@ def decoder(
     first, and raises a one-line :class:`StructureError` naming the structure and the fix.
     """
     if sequence is not None:
-        sequence.require_order("decoder")
+        require_order(sequence, "decoder")
     check_count("decoder", "heads", heads, 1)
     check_count("decoder", "depth", depth, 0, "depth=0 gives only the embedding, final norm and unembedding")
     k = head_structure(model, heads)

@@ -18,7 +18,17 @@ import torch
 import torch.nn.functional as nnf
 from torch import nn
 
-from applicative import MLP, Field, LayerNorm, Structure, StructureError, add, mul_mm, unsqueeze_batch
+from applicative import (
+    MLP,
+    Field,
+    LayerNorm,
+    Structure,
+    StructureError,
+    add,
+    mul_mm,
+    require_order,
+    unsqueeze_batch,
+)
 
 S = TypeVar("S", bound=Structure)
 D = TypeVar("D", bound=Structure)
@@ -53,7 +63,7 @@ class TriangularMixing(nn.Module):
         seq, model = x.structures
         if model != self.model:
             raise StructureError(f"TriangularMixing: the input's features are {model!r}, the model is {self.model!r}")
-        seq.require_order("TriangularMixing")
+        require_order(seq, "TriangularMixing")
         t = seq.size
         if t > self.context:
             raise StructureError(f"TriangularMixing: {seq!r} is longer than the context {self.context}")

@@ -18,7 +18,7 @@ import pytest
 import torch
 from torch import nn
 
-from applicative import REAL, CausalSoftmax, Field, ScaledSoftmax, attention, counit, zip_with
+from applicative import REAL, CausalSoftmax, Field, ScaledSoftmax, attention, counit, kernels, zip_with
 from instances import Chebyshev, Distribution, NodeAlgebra, Tree, Vector, tree_field
 from models import EncoderLayer, Funcformer, FuncformerConfig, Readout, tree_features, treeformer
 
@@ -115,7 +115,7 @@ def test_chebyshev_fft_transforms() -> None:
     """Above 256 points the transforms switch from a dense matrix to ``torch.fft``."""
     x = torch.randn(3, 300, dtype=F64)
     s = Chebyshev(300)
-    for f in (lambda t: s.softmax(t, -1), lambda t: s.counit(t, -1, REAL)):
+    for f in (lambda t: kernels.softmax(s, t, -1), lambda t: s.counit(t, -1, REAL)):
         _close(f(x.to(CUDA)), f(x))
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as nnf
 from scipy import integrate
 
-from applicative import REAL, Field, ScaledSoftmax, StructureError, attention, counit, mul_mmt
+from applicative import REAL, Field, ScaledSoftmax, StructureError, attention, counit, kernels, mul_mmt
 from applicative.laws import check_laws
 from instances import Chebyshev, Fourier, FourierArbitrary, Vector
 from instances import fourier as F
@@ -94,7 +94,7 @@ def test_metric_is_the_gram_matrix(n: int) -> None:
     gram = (phi * w) @ phi.T
     got = Fourier(n).metric(F64, torch.device("cpu")).numpy()
     np.testing.assert_allclose(got, gram, atol=1e-13)
-    assert float(Fourier(n).mass(torch.zeros(1, n, dtype=F64))[0]) == pytest.approx(2.0)
+    assert float(kernels.mass(Fourier(n), torch.zeros(1, n, dtype=F64))[0]) == pytest.approx(2.0)
 
 
 def test_zip_with_mul_is_the_truncated_product() -> None:
@@ -143,9 +143,9 @@ def test_the_periodic_window_is_the_von_mises_weight() -> None:
     """On a circle the window is ``-β (2/π²)(1 - cos π(t - s))``, up to a constant per query (which no softmax sees)."""
     s, betas = Fourier(9), torch.tensor([3.0, 12.0], dtype=F64)
     p, r = gaussian_window(betas, s, s)
-    grid = s.grid
+    grid = kernels.grid(s)
     t = s.coordinates(F64, points=grid)
-    score = torch.einsum("hqc,kc->hqk", s.positions(p, -2, grid), s.positions(r[0], -2, grid))
+    score = torch.einsum("hqc,kc->hqk", kernels.positions(s, p, -2, grid), kernels.positions(s, r[0], -2, grid))
     want = -betas[:, None, None] * (2 / math.pi**2) * (1 - torch.cos(math.pi * (t[:, None] - t[None, :])))
     torch.testing.assert_close(score - score[..., :1], want - want[..., :1], rtol=1e-12, atol=1e-12)
     with pytest.raises(StructureError, match="disagree on periodicity"):

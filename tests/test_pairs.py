@@ -26,6 +26,7 @@ from applicative import (
     Vector,
     attention,
     cat,
+    kernels,
 )
 from applicative.laws import PairsArbitrary, VectorArbitrary, check_laws
 from instances import Chebyshev, ChebyshevArbitrary, Padded, PaddedArbitrary
@@ -83,9 +84,9 @@ def test_positions_are_point_values_on_the_tensor_grid() -> None:
     c = torch.randn(4, 3, dtype=torch.float64)
     x, y = C.chebpts1(4), C.chebpts1(3)
     want = C.chebgrid2d(x, y, c.numpy())
-    got = s.positions(c.flatten(), 0).reshape(4, 3)
+    got = kernels.positions(s, c.flatten(), 0).reshape(4, 3)
     np.testing.assert_allclose(got.numpy(), want, atol=1e-13)
-    back = s.stored(s.positions(c.flatten(), 0, s.grid), 0)  # through the product grid and back
+    back = kernels.stored(s, kernels.positions(s, c.flatten(), 0, kernels.grid(s)), 0)  # via the product grid
     np.testing.assert_allclose(back.numpy(), c.flatten().numpy(), atol=1e-13)
 
 

@@ -227,7 +227,7 @@ def test_padding_is_masked(algebra: NodeAlgebra) -> None:
     torch.testing.assert_close(counit(dirty).tensor, counit(clean).tensor)
     # softmax: zero weight on padding, and it equals a masked softmax against the measure
     big = _with_padding(ts, 1e30, algebra).tensor
-    sm = tree.softmax(big, -1)
+    sm = kernels.softmax(tree, big, -1)
     logw = tree.log_measure(big.dtype, big.device)
     ref = torch.zeros_like(big)
     for i in range(3):
@@ -251,10 +251,10 @@ def test_fused_kernels_equal_generic_definitions(algebra: NodeAlgebra) -> None:
     torch.testing.assert_close(tree.contract(a, b, REAL), kernels.generic_contract(tree, a, b, REAL))
     torch.testing.assert_close(tree.contract(a, b, MAX_PLUS), kernels.generic_contract(tree, a, b, MAX_PLUS))
     x = torch.randn(3, tree.size, generator=g, dtype=torch.float64)
-    torch.testing.assert_close(tree.softmax(x, -1), kernels.generic_softmax(tree, x, -1))
+    torch.testing.assert_close(kernels.softmax(tree, x, -1), kernels.generic_softmax(tree, x, -1))
     w = torch.randn(tree.size, generator=g, dtype=torch.float64)
     dirty = torch.where(tree.mask, x, float("nan"))  # padding must not leak into the statistics
-    ln = tree.layer_norm(dirty, w, None, 1e-5)
+    ln = kernels.layer_norm(tree, dirty, w, None, 1e-5)
     assert ln.shape == (3, tree.size)
     for i, t in enumerate(ts):  # per tree, over its real leaves, with its measure (reference depths, plain numpy)
         depths = np.array(ref_depths(t))
@@ -365,7 +365,7 @@ def test_cuda_matches_cpu() -> None:
 
 def test_dyadic_weights_sum_to_one() -> None:
     tree, _ = Tree.from_nested([((1, 2), (3, (4, 5))), 7], NodeAlgebra.MEAN)
-    assert tree.mass(torch.zeros(2, tree.size, dtype=torch.float64)).tolist() == [1.0, 1.0]
+    assert kernels.mass(tree, torch.zeros(2, tree.size, dtype=torch.float64)).tolist() == [1.0, 1.0]
     assert math.isinf(float(tree.log_measure(torch.float64, torch.device("cpu"))[1, 1]))
 
 

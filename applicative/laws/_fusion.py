@@ -3,9 +3,9 @@
     pure/fmap/zip_with/counit   an override  = the derived kernel (from positions + measure)
     contract            s.contract(a, b)        = counit (zip_with mul a b)
     affine              s.affine(x, W, b)       = counit (zip_with mul x w) + b, for each row w
-    softmax             s.softmax(x)            = fmap exp x / counit (fmap exp x)      (real ring)
-    layer_norm          s.layer_norm(x, w, b)   = its definition by counit, pure, zip_with (real ring)
-    mass                s.mass(x)               = counit (pure 1)
+    softmax             softmax(s, x)           = fmap exp x / counit (fmap exp x)      (real ring)
+    layer_norm          layer_norm(s, x, w, b)  = its definition by counit, pure, zip_with (real ring)
+    mass                mass(s, x)              = counit (pure 1)
     factor              (a L)(b L)ᵀ             = contract(a, bᵀ)                      (real ring)
     mul_mm associative  (a b) c                 = a (b c)
     mul_mv/mul_mm       mul_mv (mul_mm a b) v   = mul_mv a (mul_mv b v)
@@ -14,7 +14,9 @@
     dot symmetric       dot a b                 = dot b a                          (commutative rings)
 
 The kernels a structure runs -- derived from its contract in
-:mod:`applicative._kernels`, or its own overrides -- are compared with the
+:mod:`applicative._kernels`, or its own overrides of the methods ``pure``,
+``fmap``, ``zip_with``, ``counit``, ``contract`` and ``affine`` (``softmax``,
+``layer_norm`` and ``mass`` are free functions built on them) -- are compared with the
 generic definitions written from ``pure``, ``zip_with``, ``fmap`` and
 ``counit`` alone, so a mistake in a derived kernel fails these laws for every
 structure. Values that the laws multiply pointwise are drawn with ``degree`` =
@@ -100,7 +102,8 @@ def _affine(case: Case) -> Equation:
 def _softmax(case: Case) -> Equation:
     x = case.value("x", (case.vec(case.size("m")), case.s), None)
     return Equation(
-        x.with_tensor(case.s.softmax(x.tensor, -1)), x.with_tensor(kernels.generic_softmax(case.s, x.tensor, -1))
+        x.with_tensor(kernels.softmax(case.s, x.tensor, -1)),
+        x.with_tensor(kernels.generic_softmax(case.s, x.tensor, -1)),
     )
 
 
@@ -108,14 +111,14 @@ def _layer_norm(case: Case) -> Equation:
     x = case.value("x", (case.vec(case.size("m")), case.s), 2)  # (x - mean)² and x · weight: products of 2
     w = case.unbatched("weight", (case.s,), 2)
     b = case.unbatched("bias", (case.s,))
-    fused = case.s.layer_norm(x.tensor, w.tensor, b.tensor, 1e-5)
+    fused = kernels.layer_norm(case.s, x.tensor, w.tensor, b.tensor, 1e-5)
     generic = kernels.generic_layer_norm(case.s, x.tensor, w.tensor, b.tensor, 1e-5)
     return Equation(x.with_tensor(fused), x.with_tensor(generic))
 
 
 def _mass(case: Case) -> Equation:
     x = case.value("x", (case.s,))
-    m = case.s.mass(x.tensor)
+    m = kernels.mass(case.s, x.tensor)
     g = kernels.generic_mass(case.s, x.tensor)
     return Equation(Field(m.expand(broadcast_shape(m.shape, g.shape)), (), REAL), Field(g, (), REAL))
 
@@ -204,9 +207,9 @@ FUSION_LAWS = (
     Law("Fusion", "counit = derived", "s.counit x = Σ w ⊗ (positions of x)", _counit, _overridden("counit")),
     Law("Fusion", "contract", "s.contract(a, b) = counit (zip_with mul a b)", _contract),
     Law("Fusion", "affine", "s.affine(x, W, b) = counit (zip_with mul x w) + b", _affine),
-    Law("Fusion", "softmax", "s.softmax(x) = fmap exp x / counit (fmap exp x)", _softmax, real_only),
-    Law("Fusion", "layer_norm", "s.layer_norm(x, w, b) = its generic definition", _layer_norm, real_only),
-    Law("Fusion", "mass", "s.mass(x) = counit (pure 1)", _mass),
+    Law("Fusion", "softmax", "softmax(s, x) = fmap exp x / counit (fmap exp x)", _softmax, real_only),
+    Law("Fusion", "layer_norm", "layer_norm(s, x, w, b) = its generic definition", _layer_norm, real_only),
+    Law("Fusion", "mass", "mass(s, x) = counit (pure 1)", _mass),
     Law("Fusion", "factor", "(a L)(b L)ᵀ = contract(a, bᵀ)", _factor, real_only),
     Law("Algebra", "mul_mm associative (S contracted)", "(a b) c = a (b c), a : V S", _mm_assoc_contract_first),
     Law("Algebra", "mul_mm associative (S in the middle)", "(a b) c = a (b c), b : V S", _mm_assoc_middle),

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import Tensor
 
+from .._kernels import batch_shape
 from .._pairs import Pairs
 from .._structure import Structure
 from .._tensor import unflatten
@@ -46,7 +47,7 @@ class PairsArbitrary(Arbitrary[Pairs]):
         return Pairs(self.first.structure(draw), self.second.structure(draw))
 
     def batch_shape(self, s: Pairs) -> tuple[int, ...]:
-        return self.first.batch_shape(s.a) if s.a.batch_shape else self.second.batch_shape(s.b)
+        return self.first.batch_shape(s.a) if batch_shape(s.a) else self.second.batch_shape(s.b)
 
     def value(
         self, axes: tuple[Structure, ...], draw: Draw, batch: tuple[int, ...], elements: Elements, degree: int | None

@@ -53,6 +53,7 @@ from applicative import (
     Pairs,
     ScaledSoftmax,
     add,
+    kernels,
 )
 from instances import Chebyshev, Vector
 from instances.chebyshev import bubble as bubble_matrix
@@ -183,13 +184,13 @@ class GridReader(nn.Module):
         position = self.window(self.window_x, p, log_a)
         h = add(q, self.attn_x(q, memory, position=position)).tensor  # (b, P_y, n_x, R): along x
         # 2. along y, at each Chebyshev point x_k: keys (b, n_x, P_y, R)
-        h = self.domain.a.positions(h, -2).transpose(-2, -3)
+        h = kernels.positions(self.domain.a, h, -2).transpose(-2, -3)
         fy = grid.fourier(p, self.frequencies, h.dtype, h.device)
         memory = self.norm_y(add(Field(h, (line, r)), self.position(Field(fy, (line, self.position.inp)))))
         q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain.b, r))
         position = self.window(self.window_y, p, log_a)
         g = add(q, self.attn_y(q, memory, position=position)).tensor  # (b, n_x points, n_y, R)
-        c = self.domain.a.stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
+        c = kernels.stored(self.domain.a, g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
         return self.lift(Field(c, (self.domain, r)))
 
 

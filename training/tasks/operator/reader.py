@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, LayerNorm, Linear, MultiHeadAttention, Pairs, ScaledSoftmax, Structure, add
+from applicative import Field, LayerNorm, Linear, MultiHeadAttention, Pairs, ScaledSoftmax, Structure, add, kernels
 from instances import Vector
 from models.funcformer import window_keys, window_queries, window_slopes
 from operators.layout import line
@@ -99,7 +99,7 @@ class Reader(nn.Module):
         q = Field(self.query_x.expand(b, py, nx, r.size), (self.domain[0], r))
         read = add(q, self.attn_x(q, memory, position=self._window(0, self.window_x, px, x))).tensor  # (b, P_y, n_x, R)
         # 2. along y, at each point x_k of X: keys (b, n_x, P_y, R)
-        h = self.domain[0].positions(read, -2).transpose(-2, -3)
+        h = kernels.positions(self.domain[0], read, -2).transpose(-2, -3)
         t_y = axes[1].t(py, h.dtype, h.device)
         k = torch.arange(1, self.frequencies + 1, dtype=h.dtype, device=h.device)
         fy = torch.cat([torch.cos(math.pi * t_y[:, None] * k), torch.sin(math.pi * t_y[:, None] * k)], -1)
@@ -107,5 +107,5 @@ class Reader(nn.Module):
         memory = self.norm_y(add(Field(h, (ly, r)), self.position(Field(fy, (ly, self.position.inp)))))
         q = Field(self.query_y.expand(b, nx, ny, r.size), (self.domain[1], r))
         g = add(q, self.attn_y(q, memory, position=self._window(1, self.window_y, py, x))).tensor  # (b, n_x, n_y, R)
-        c = self.domain[0].stored(g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
+        c = kernels.stored(self.domain[0], g, -3).flatten(-3, -2)  # (b, n_x n_y, R): coefficients on Pairs(X, Y)
         return self.lift(Field(c, (Pairs(self.domain[0], self.domain[1]), r)))
