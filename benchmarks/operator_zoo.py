@@ -82,6 +82,7 @@ class Problem:
     rollout: tuple[Tensor, Tensor, int] | None = None  # test and fine trajectories, the window (Navier--Stokes)
     paper: str = ""
     trajectories: Tensor | None = None  # the training trajectories (Navier--Stokes): for an unrolled loss
+    unroll: int = 0  # steps of the unrolled loss on the trajectories (0: teacher forcing)
 
 
 def _grid(fun: Tensor, points: int, lo: float = -1.0) -> Tensor:
@@ -216,11 +217,8 @@ class Run:
 Learner = tuple[Callable[[], Tensor], Callable[[Samples], Tensor], Callable[[Tensor], Tensor], int]
 
 
-UNROLL: list[int] = [0]  # --unroll: steps of the unrolled loss on trajectory rows (0: teacher forcing)
-
-
 def _funcformer(cfg: Config, p: Problem, device: torch.device) -> Learner:
-    k, w, axes = UNROLL[-1], WINDOW, p.train.axes
+    k, w, axes = p.unroll, WINDOW, p.train.axes
     if k and p.trajectories is not None:
         task: OperatorTask = UnrolledTask(cfg, p.trajectories, axes, w, k, device)
     else:
@@ -235,7 +233,7 @@ def _funcformer(cfg: Config, p: Problem, device: torch.device) -> Learner:
 
 
 def _fno(cfg: Config, recipe: peer.Recipe, p: Problem, params: int, device: torch.device) -> Learner:
-    k, w, axes = UNROLL[-1], WINDOW, p.train.axes
+    k, w, axes = p.unroll, WINDOW, p.train.axes
     if k and p.trajectories is not None:
         task: peer.FNOTask = peer.UnrolledFNOTask(cfg, recipe, p.trajectories, axes, w, k, params, device)
     else:
@@ -385,14 +383,13 @@ def main() -> None:
         raise UserError("the FNO needs neuraloperator: pip install -e '.[bench]'") from None
     torch.set_num_threads(a.threads)
     SOURCE.append(Source(str(device), a.cache))
-    UNROLL.append(a.unroll)
     sizes = QUICK if a.quick else FULL
     configs = 1 if a.quick else a.configs
     results = []
     for row in rows:
         s = sizes[row] if a.steps is None else replace(sizes[row], steps=a.steps)
         t0 = time.perf_counter()
-        problem = MAKERS[row](s, a.seed)
+        problem = replace(MAKERS[row](s, a.seed), unroll=a.unroll)
         took = time.perf_counter() - t0
         print(f"{row}: {len(problem.train)} training pairs on {problem.train.grid}, data in {took:.0f}s")
         results.append(compare(problem, s, configs, a.evals, device))
