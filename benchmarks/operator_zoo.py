@@ -21,6 +21,8 @@ learning rate halved), each listed with its figure; the best of each is compared
 **equal wall clock** (the faster model trained again, from scratch, with as many steps as fit in the slower one's
 training time); held-out errors along the way are the training curves (saved with ``--json``). **Resolution**:
 every trained model is evaluated with no retraining on the same held-out functions at twice the resolution.
+**Baseline**: the ``linear`` column is the least-squares linear map on the same samples
+(:func:`training.tasks.operator.linear.least_squares`: per Fourier mode on periodic rows, dense otherwise).
 
 The last line is the worst Funcformer/FNO ratio over the Burgers and Navier--Stokes rows and both budgets
 (target <= 0.9; every row's ratios are printed above it).
@@ -52,6 +54,7 @@ from training.cli import Parser, bounded, output_file, run_cli, threads, writabl
 from training.denormals import flush_denormals
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator import fno as peer
+from training.tasks.operator.linear import least_squares
 from training.tasks.operator.rollout import UnrolledTask, horizon_errors, rollout, windows
 from training.tasks.operator.train import OperatorTask, check_fit, errors
 
@@ -254,6 +257,16 @@ def _score(p: Problem, evaluate: Callable[[Samples], Tensor], step: Callable[[Te
     return out
 
 
+def linear(p: Problem) -> float:
+    """The held-out error of the least-squares linear map (the rollout's, on a trajectory row): the baseline."""
+    fit = least_squares(p.train)
+    if p.rollout is None:
+        return float(fit.errors(p.tests["test"]).mean())
+    te, _, w = p.rollout
+    pred = rollout(fit, te[:, :w], te.shape[1] - w, dims=2)
+    return float(horizon_errors(pred, te[:, w:, ..., None], p.train.axes)[1].mean())
+
+
 def train(make: Callable[[], Learner], p: Problem, steps: int, evals: int, label: str, setting: str) -> Run:
     """Train from scratch for ``steps``; the clock counts the steps only (not the evaluations)."""
     restore = flush_denormals()
@@ -329,20 +342,22 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
         "equal_clock": again.__dict__,
         "ratio": ratios,
         "fine_over_test": zero_shot,
+        "linear": linear(p),
     }
 
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        f"{'row':16s} {'Funcformer':>10s} {'FNO':>10s} {'steps':>6s} {'clock':>6s} {'2x/1x FF':>8s} {'2x/1x FNO':>9s}"
+        f"{'row':16s} {'Funcformer':>10s} {'FNO':>10s} {'linear':>10s} {'steps':>6s} {'clock':>6s} {'2x/1x FF':>8s} "
+        f"{'2x/1x FNO':>9s}"
     ]
     for r in results:
         ff = min(t["errors"]["test"] for t in r["tried"]["funcformer"])
         fo = min(t["errors"]["test"] for t in r["tried"]["FNO"])
         z = r["fine_over_test"]
         lines.append(
-            f"{r['row']:16s} {ff:10.3e} {fo:10.3e} {r['ratio']['steps']:6.3f} {r['ratio']['clock']:6.3f} "
-            f"{z['funcformer']:8.2f} {z['FNO']:9.2f}"
+            f"{r['row']:16s} {ff:10.3e} {fo:10.3e} {r['linear']:10.3e} {r['ratio']['steps']:6.3f} "
+            f"{r['ratio']['clock']:6.3f} {z['funcformer']:8.2f} {z['FNO']:9.2f}"
         )
     return "\n".join(lines)
 

@@ -22,9 +22,10 @@ batch steps on its own clock, so a sample's solution does not depend on the othe
 :math:`\varphi = a + \sum_m b_m e^{-4\pi^2\nu m^2 t}\cos 2\pi m x`, :math:`a > \sum |b_m|`, this is a
 periodic closed form (:func:`cole_hopf`).
 
-**Data** (Li et al. 2021, §5.1): :math:`u_0 \sim` FNO's ``GRF1`` field with ``σ = 625, τ = 5, γ = 2``
-(covariance :math:`625^2(-\Delta + 25I)^{-2}`; :mod:`operators.random_fields` states the convention),
-``ν = 0.1``, the map :math:`u_0 \mapsto u(\cdot, 1)`. :func:`dataset` solves on ``fine`` points and keeps
+**Data** (Li et al. 2021, §5.1): :math:`u_0 \sim \mathcal N(0, 625(-\Delta + 25I)^{-2})`, FNO's ``GRF1``
+field with ``σ = 25, τ = 5, γ = 2`` (``σ`` is its amplitude, ``σ²`` the covariance factor;
+:mod:`operators.random_fields` states the convention), ``ν = 0.1``, the map :math:`u_0 \mapsto u(\cdot, 1)`.
+By ``t = 1`` the viscosity has left nearly one Fourier mode (``k = 2`` holds about ``1e-4`` of the power). :func:`dataset` solves on ``fine`` points and keeps
 every ``fine // points``-th: exact point values at ``j / points``. Shapes: ``(count, points)`` float64 on the
 CPU.
 """
@@ -45,7 +46,7 @@ from .cache import cached
 from .random_fields import grf_1d
 
 #: FNO's Burgers problem: viscosity, end time, and the initial field's amplitude, τ and exponent γ
-NU, TIME, SIGMA, TAU, GAMMA = 0.1, 1.0, 625.0, 5.0, 2.0
+NU, TIME, SIGMA, TAU, GAMMA = 0.1, 1.0, 25.0, 5.0, 2.0
 
 
 def nonlinear(u_hat: Tensor, n: int) -> Tensor:
@@ -189,7 +190,7 @@ def dataset(
     """``count`` seeded pairs ``(u0, u(·, time))`` at ``points`` nodes, solved on ``fine`` nodes.
 
     ``modes``: the initial field's modes (default: all the solver keeps, ``(fine - 1) // 3``); ``sigma`` its
-    amplitude (:data:`SIGMA`, FNO's). ``fine`` must be a multiple of ``points``. Solved on ``device`` in batches
+    amplitude (:data:`SIGMA`, the paper's; ``625`` puts every sample in the shock regime). ``fine`` must be a multiple of ``points``. Solved on ``device`` in batches
     of ``batch``; returned on the CPU. With ``cache`` (a directory), the tensors are saved there keyed by every
     argument, and read back next time.
     """

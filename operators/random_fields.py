@@ -8,10 +8,9 @@ the constant mode is left out. The two generators of Li et al. (2021) normalise 
   (\xi_k \cos 2\pi kx + \eta_k \sin 2\pi kx)`, :math:`\xi, \eta \sim \mathcal N(0, 1)` i.i.d. Its covariance is
   exactly :math:`\sigma^2(-\Delta + \tau^2)^{-\gamma}` on mean-zero functions:
   :math:`\operatorname{Cov}(u(x), u(y)) = \sum_{k \ne 0} \sigma^2 \lambda_k^{-\gamma} e^{2\pi i k (x - y)}`.
-  Note ``sigma`` is the *amplitude*: the paper's ":math:`\mathcal N(0, 625(-\Delta + 25I)^{-2})`" is the call
-  ``GRF1(·, 0, γ=2, τ=5, σ=625)``, covariance :math:`625^2(-\Delta+25I)^{-2}` (pointwise standard deviation
-  about 14.8); the paper writes the amplitude argument where the covariance factor belongs, as in its
-  Navier--Stokes field below.
+  Note ``sigma`` is the *amplitude*: the paper's ":math:`\mathcal N(0, 625(-\Delta + 25I)^{-2})`" (625 the
+  variance factor, as its first author answers in neuraloperator issue 24) is the call ``GRF1(·, 0, γ=2, τ=5,
+  σ=25)``, pointwise standard deviation about 0.59.
 * **2D (Navier--Stokes; FNO's torch ``GaussianRF``)**: independent complex normals
   :math:`c_k = \sqrt2\,\sigma\lambda_k^{-\alpha/2}(\xi_k + i\eta_k)` on every wavenumber of the box, and the
   real part of :math:`\sum_k c_k e^{2\pi i k\cdot x}`. Its covariance is

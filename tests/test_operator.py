@@ -95,6 +95,8 @@ def test_the_command_line_trains_a_run_that_loads_and_predicts(
     assert "axis x: periodic (i/P) on [0, 1], boundary zero" in printed
     report = json.loads((out / "report.json").read_text())
     assert set(report["tests"]) == {"test", "fine"} and report["tests"]["fine"]["grid"] == [32, 32]
+    assert set(report["linear"]["tests"]) == {"test"}  # the baseline is fitted on, and predicts on, the 16x16 grid
+    assert "| least squares" in printed
     assert (out / "worst-test.png").is_file()
     model = training.load(out)
     assert isinstance(model, OperatorModel) and not model.training

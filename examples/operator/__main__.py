@@ -73,10 +73,15 @@ def run(argv: list[str] | None) -> int:
     print(f"parameters: {result['parameters']}; {result['steps']} steps in {result['train_seconds']:.1f}s")
     for name, r in result["tests"].items():
         line = f"{name} ({'x'.join(map(str, r['grid']))}): relative L2 mean {r['mean']:.3e}  median {r['median']:.3e}"
+        line += f"  max {r['max']:.3e}"
         if "fno" in result:
             peer = result["fno"]["tests"][name]["mean"]
             line += f"  | FNO {peer:.3e}, ratio {result['fno']['ratio'][name]:.3f}"
-        print(line + f"  max {r['max']:.3e}")
+        if name in result["linear"].get("tests", {}):
+            line += f"  | least squares {result['linear']['tests'][name]['mean']:.3e}"
+        print(line)
+    if "skipped" in result["linear"]:
+        print(f"least-squares baseline skipped: {result['linear']['skipped']}")
     print(f"wrote {o.out / 'report.json'}, {o.out / 'checkpoint.pt'} and the worst samples' plots")
     return 0
 

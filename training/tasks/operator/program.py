@@ -4,7 +4,8 @@
   axis, or one per axis separated by commas);
 * :func:`parse_budget` / :func:`steps_for` -- ``--budget``: a step count (``3000``) or a time (``90s``, ``10m``,
   ``1.5h``), turned into steps by timing a few steps of the real model on the real data first;
-* :func:`report` -- the errors per test file (mean, median, max; each at its own resolution);
+* :func:`report` -- the errors per test file (mean, median, max; each at its own resolution), and
+  :func:`linear_baseline` -- the least-squares linear map's, on the test files on the training grid;
 * :func:`plot_worst` -- the worst test sample of a file: input, truth, prediction and error.
 """
 
@@ -27,11 +28,12 @@ from operators.files import DataError, contents
 from operators.layout import BOUNDARIES, LAYOUTS, Axis, LayoutError
 from training.budget import Budget
 from training.denormals import flush_denormals
-from training.errors import UserError
+from training.errors import InputError, UserError
 from training.threads import use_threads
 
 from . import fno
 from .config import Config
+from .linear import least_squares
 from .model import OperatorModel
 from .train import OperatorTask, check_fit
 
@@ -138,6 +140,17 @@ def report(errors: Mapping[str, Tensor], tests: Mapping[str, Samples]) -> dict[s
         name: {"file": tests[name].where, "grid": list(tests[name].grid), "samples": len(tests[name]), **summary(e)}
         for name, e in errors.items()
     }
+
+
+def linear_baseline(train: Samples, tests: Mapping[str, Samples]) -> dict[str, Any]:
+    """The least-squares linear map's errors (:func:`~training.tasks.operator.linear.least_squares`) on the test
+    sets on the training grid -- the baseline the model's figures are read beside -- or why it was not fitted."""
+    try:
+        fit = least_squares(train)
+    except InputError as e:
+        return {"skipped": str(e)}
+    errs = {name: fit.errors(s) for name, s in tests.items() if s.grid == train.grid}
+    return {"ridge": fit.ridge, "tests": report(errs, tests)}
 
 
 def plot_worst(model: OperatorModel, s: Samples, errs: Tensor, path: Path) -> None:
@@ -309,6 +322,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
             "resumed_from_step": run.trained.resumed_from,
             "tests": report(errs, tests),
             "history": run.trained.history,
+            "linear": linear_baseline(train_set, tests),
         }
         for name, e in errs.items():
             plot_worst(model, tests[name], e, o.out / f"worst-{name}.png")
