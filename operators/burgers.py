@@ -25,9 +25,9 @@ periodic closed form (:func:`cole_hopf`).
 **Data** (Li et al. 2021, §5.1): :math:`u_0 \sim \mathcal N(0, 625(-\Delta + 25I)^{-2})`, FNO's ``GRF1``
 field with ``σ = 25, τ = 5, γ = 2`` (``σ`` is its amplitude, ``σ²`` the covariance factor;
 :mod:`operators.random_fields` states the convention), ``ν = 0.1``, the map :math:`u_0 \mapsto u(\cdot, 1)`.
-By ``t = 1`` the viscosity has left nearly one Fourier mode (``k = 2`` holds about ``1e-4`` of the power). :func:`dataset` solves on ``fine`` points and keeps
-every ``fine // points``-th: exact point values at ``j / points``. Shapes: ``(count, points)`` float64 on the
-CPU.
+By ``t = 1`` the viscosity has left nearly one Fourier mode (``k = 2`` holds about ``1e-4`` of the power).
+:func:`dataset` solves on ``fine`` points and keeps every ``fine // points``-th: exact point values at
+``j / points``. Shapes: ``(count, points)`` float64 on the CPU.
 """
 
 from __future__ import annotations
@@ -190,9 +190,9 @@ def dataset(
     """``count`` seeded pairs ``(u0, u(·, time))`` at ``points`` nodes, solved on ``fine`` nodes.
 
     ``modes``: the initial field's modes (default: all the solver keeps, ``(fine - 1) // 3``); ``sigma`` its
-    amplitude (:data:`SIGMA`, the paper's; ``625`` puts every sample in the shock regime). ``fine`` must be a multiple of ``points``. Solved on ``device`` in batches
-    of ``batch``; returned on the CPU. With ``cache`` (a directory), the tensors are saved there keyed by every
-    argument, and read back next time.
+    amplitude (:data:`SIGMA`, the paper's; ``625`` puts every sample in the shock regime). ``fine`` must be a
+    multiple of ``points``. Solved on ``device`` in batches of ``batch``; returned on the CPU. With ``cache`` (a
+    directory), the tensors are saved there keyed by every argument, and read back next time.
     """
     modes = band(fine) if modes is None else modes
     if count < 1 or points < 2 or batch < 1:
