@@ -1,6 +1,6 @@
 """Generate the FNO paper's Burgers and Navier--Stokes data, time it, and print their statistics.
 
-    python -m examples.pde_data                      # the CPU sizes: about 4 + 4 minutes on one core
+    python -m examples.pde_data                      # the CPU sizes: about 0.5 + 4 minutes on one core
     python -m examples.pde_data --cache data/pde     # ... and keep them (read back next time)
     python -m examples.pde_data --full --device cuda # the paper's sizes (GPU-sized)
 

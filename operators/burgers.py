@@ -223,7 +223,7 @@ def splits(
 ) -> tuple[BurgersData, BurgersData]:
     """FNO's 1000 training and 200 test pairs (``counts``; seeds ``2 seed`` and ``2 seed + 1``).
 
-    Default: 256 points solved on 1024 (about four minutes of one CPU core for the 1200 pairs). ``full=True``:
+    Default: 256 points solved on 1024 (about half a minute of one CPU core for the 1200 pairs). ``full=True``:
     the paper's sizes, 1024 points solved on 8192 (FNO's generation grid) -- GPU-sized.
     """
     points, fine = (1024, 8192) if full else (256, 1024)
