@@ -19,7 +19,8 @@ read the same samples through the same route (:mod:`training.tasks.operator`).
 Equal tuning effort: each model tries the same number of configurations (``--configs``: its recipe, then its
 learning rate halved), each listed with its figure; the best of each is compared. Budgets: **equal steps** and
 **equal wall clock** (the faster model trained again, from scratch, with as many steps as fit in the slower one's
-training time); held-out errors along the way are the training curves (saved with ``--json``). **Resolution**:
+training time, the two models' times per step measured in alternating bursts so that a changing load does not
+tilt the budget); held-out errors along the way are the training curves (saved with ``--json``). **Resolution**:
 every trained model is evaluated with no retraining on the same held-out functions at twice the resolution.
 **Baseline**: the ``linear`` column is the least-squares linear map on the same samples
 (:func:`training.tasks.operator.linear.least_squares`: per Fourier mode on periodic rows, dense otherwise).
@@ -291,6 +292,28 @@ def train(make: Callable[[], Learner], p: Problem, steps: int, evals: int, label
         restore()
 
 
+def per_step(makes: list[Callable[[int], Learner]], steps: int, rounds: int = 5, burst: int = 10) -> list[float]:
+    """Seconds per training step of each learner (built for ``steps``), timed in alternating bursts after a
+    warm-up: medians over ``rounds``. A load that changes while the models train does not tilt the equal-clock
+    budget, as whole-run times measured minutes apart can."""
+    restore = flush_denormals()
+    try:
+        learners = [make(steps)[0] for make in makes]
+        for step in learners:
+            for _ in range(3):
+                step()
+        times: list[list[float]] = [[] for _ in learners]
+        for _ in range(rounds):
+            for i, step in enumerate(learners):
+                t0 = time.perf_counter()
+                for _ in range(burst):
+                    step()
+                times[i].append((time.perf_counter() - t0) / burst)
+        return [sorted(t)[len(t) // 2] for t in times]
+    finally:
+        restore()
+
+
 def fitted(cfg: Config, train: Samples) -> Config:
     """``cfg`` with no more modes than the grid determines (a small ``--quick`` grid), checked like a user's run."""
     room = min(p - (2 if a.bc == "zero" else 0) for a, p in zip(train.axes, train.grid, strict=True))
@@ -325,8 +348,11 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
     (ff_run, ff_make), (fno_run, fno_make) = best["funcformer"], best["FNO"]
     if abs(fno_run.parameters / ff_run.parameters - 1) > 0.1:
         print(f"  note: FNO {fno_run.parameters} parameters against {ff_run.parameters}: outside 10% (width steps)")
-    fast, slow = sorted([(ff_run, ff_make), (fno_run, fno_make)], key=lambda t: t[0].seconds)
-    longer = max(s.steps, round(s.steps * slow[0].seconds / fast[0].seconds))
+    speeds = per_step([ff_make, fno_make], s.steps)
+    print(f"  seconds per step, alternating bursts: Funcformer {speeds[0]:.4f}, FNO {speeds[1]:.4f}", flush=True)
+    runs = [(ff_run, ff_make), (fno_run, fno_make)]
+    (fast, fast_per), (slow, slow_per) = sorted(zip(runs, speeds, strict=True), key=lambda t: t[1])
+    longer = max(s.steps, round(s.steps * slow_per / fast_per))
     again = train(lambda: fast[1](longer), p, longer, evals, fast[0].model, fast[0].setting + ", equal clock")
     clock = {slow[0].model: slow[0], again.model: again}
     ratios = {
@@ -343,6 +369,7 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
         "ratio": ratios,
         "fine_over_test": zero_shot,
         "linear": linear(p),
+        "per_step": {"funcformer": speeds[0], "FNO": speeds[1]},
     }
 
 
