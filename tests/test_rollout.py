@@ -4,6 +4,7 @@ against a heat equation solved exactly in Fourier space (a hand-written simulati
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -38,6 +39,17 @@ def exact_step(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.irfft(torch.fft.rfft(last) * torch.exp(-NU * (2 * math.pi * k) ** 2 * DT), last.shape[-1])[
         ..., None
     ]
+
+
+def two_steps(
+    step: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]], seq: torch.Tensor
+) -> torch.Tensor:
+    """The loss unrolled over two steps, by hand, on runs ``seq`` ``(N, 4, *grid)``: windows of two states, the
+    second fed back from ``step(window, target) -> (mean loss, prediction)``."""
+    with torch.no_grad():
+        first, pred = step(seq[:, :2].movedim(1, -2).flatten(-2), seq[:, 2])
+        second, _ = step(torch.stack([seq[:, 1], pred], -2).flatten(-2), seq[:, 3])
+    return (first + second) / 2
 
 
 def test_windows_pair_each_run_of_states_with_the_next() -> None:
@@ -96,11 +108,12 @@ def test_an_unrolled_loss_trains_through_the_models_own_predictions() -> None:
     which = symmetry.draw("shifts", 4, AXES, (16,), g)
     seq = traj[idx[:, None], start[:, None] + torch.arange(4)][..., None]  # (4, 4, 16, 1)
     seq = torch.stack([symmetry.move(seq[:, i], which, "shifts", AXES) for i in range(4)], 1)
-    with torch.no_grad():
-        first, pred = losses(task.model, seq[:, :2].movedim(1, -2).flatten(-2), seq[:, 2])
-        x2 = torch.stack([seq[:, 1], pred], -2).flatten(-2)
-        second, _ = losses(task.model, x2, seq[:, 3])
-    want = (first.mean() + second.mean()) / 2
+
+    def step(x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        loss, pred = losses(task.model, x, target)
+        return loss.mean(), pred
+
+    want = two_steps(step, seq)
     got = task.train_step()
     torch.testing.assert_close(got.detach(), want, rtol=1e-10, atol=1e-12)
     for _ in range(30):
@@ -129,16 +142,13 @@ def test_the_peer_unrolls_as_the_operator_model_does() -> None:
     seq = draw_sequences(peer.trajectories, 4, 4, "shifts", AXES, g)
     g.set_state(ours.sampler.get_state())
     assert torch.equal(draw_sequences(peer.trajectories, 4, 4, "shifts", AXES, g), seq)  # the same runs for both
-    with torch.no_grad():
 
-        def step(states: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            x = (states - peer.prep.shift.float()) / peer.prep.scale.float()
-            pred = peer.model(x.movedim(-1, 1)).movedim(1, -1) / peer.scale
-            return relative_sq(pred, target, peer.weights).mean(), pred
+    def step(states: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = (states - peer.prep.shift.float()) / peer.prep.scale.float()
+        pred = peer.model(x.movedim(-1, 1)).movedim(1, -1) / peer.scale
+        return relative_sq(pred, target, peer.weights).mean(), pred
 
-        first, pred = step(seq[:, :2].movedim(1, -2).flatten(-2), seq[:, 2])
-        second, _ = step(torch.stack([seq[:, 1], pred], -2).flatten(-2), seq[:, 3])
-    want = (first + second) / 2
+    want = two_steps(step, seq)
     got = peer.train_step()
     torch.testing.assert_close(got.detach(), want, rtol=1e-5, atol=1e-7)
     for _ in range(30):

@@ -72,21 +72,16 @@ class LinearMap:
 
 
 def _features(x: Tensor, modes: bool) -> Tensor:
-    """Inputs ``(N, *grid, C)`` with a constant channel, as blocks: per mode ``(M, N, C + 1)`` complex, or dense
-    ``(1, N, |grid| C + 1)``."""
-    x = torch.cat([x, torch.ones_like(x[..., :1])], -1)
-    if not modes:
-        return x.flatten(1)[None]
-    dims = tuple(range(1, x.ndim - 1))
-    xh: Tensor = torch.fft.rfftn(x, dim=dims)  # (N, *modes, C + 1)
-    return xh.flatten(1, -2).transpose(0, 1)  # (M, N, C + 1)
+    """Inputs ``(N, *grid, C)`` with a constant channel, as :func:`_blocks`."""
+    return _blocks(torch.cat([x, torch.ones_like(x[..., :1])], -1), modes)
 
 
-def _targets(y: Tensor, modes: bool) -> Tensor:
-    """Outputs ``(N, *grid, C)`` as blocks, like :func:`_features` without the constant channel."""
+def _blocks(y: Tensor, modes: bool) -> Tensor:
+    """Values ``(N, *grid, C)`` as least-squares blocks: per Fourier mode ``(M, N, C)`` complex, or dense
+    ``(1, N, |grid| C)``."""
     if not modes:
         return y.flatten(1)[None]
-    out: Tensor = torch.fft.rfftn(y, dim=tuple(range(1, y.ndim - 1)))
+    out: Tensor = torch.fft.rfftn(y, dim=tuple(range(1, y.ndim - 1)))  # (N, *modes, C)
     return out.flatten(1, -2).transpose(0, 1)
 
 
@@ -126,7 +121,7 @@ def least_squares(train: Samples, ridges: tuple[float, ...] = RIDGES) -> LinearM
             f"channels, and a constant) needs a Gram matrix of {size}² numbers; the limit is {MAX_DENSE} inputs: "
             "fit it on a coarser grid (every other sample)"
         )
-    x, y = _features(train.inputs.double(), modes), _targets(train.outputs.double(), modes)
+    x, y = _features(train.inputs.double(), modes), _blocks(train.outputs.double(), modes)
     cut = len(train) - len(train) // 5
     weights = [a.weights(p) for a, p in zip(train.axes, train.grid, strict=True)]
     held = train.outputs[cut:].double()
