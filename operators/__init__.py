@@ -4,8 +4,9 @@ Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``t
 
 * :mod:`.layout` -- where a grid's samples sit on each axis (nodes with both ends, periodic nodes, cell
   centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
-* :mod:`.burgers`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked against
-  exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
+* :mod:`.burgers`, :mod:`.kdv`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked
+  against exact solutions (Cole--Hopf, the KdV soliton, Taylor--Green), and seeded data generators (pairs, and
+  Burgers trajectories on a ``(T, X)`` grid); :mod:`.flux_1d` -- the 1D time steppers they share (IF-RK4, ETDRK4).
 * :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache;
   :mod:`.statistics` -- what generated data look like beside the exact figures.
 * :mod:`.poisson`, :mod:`.darcy` -- the exact Poisson solver on the square (Chebyshev collocation) and its source
@@ -13,6 +14,7 @@ Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``t
 """
 
 from . import burgers as burgers
+from . import kdv as kdv
 from . import navier_stokes as navier_stokes
 from . import random_fields as random_fields
 from .burgers import BurgersData as BurgersData

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -59,6 +60,18 @@ def grf_1d(normals: Tensor, n: int, sigma: float, tau: float, gamma: float) -> T
     """
     c = grf_1d_coefficients(normals, sigma, tau, gamma)
     return modes_to_grid_1d(c, n)
+
+
+def seeded_grf_1d(
+    count: int, n: int, seed: int, modes: int, tag: int, sigma: float, tau: float, gamma: float
+) -> Tensor:
+    """``count`` samples ``(count, n)`` at ``j / n`` of the 1D field (:func:`grf_1d`) with ``modes`` modes, sample
+    ``i`` drawn by its own generator seeded ``(tag, seed, i)`` mode by mode: the same whatever ``count``, and its
+    first modes the same whatever ``modes``. ``tag`` keeps one generator's draws apart from another's."""
+    normals = np.stack(
+        [np.random.default_rng([tag, seed, i]).standard_normal((modes, 2)).T for i in range(count)]
+    )  # (count, 2, modes)
+    return grf_1d(torch.from_numpy(normals), n, sigma, tau, gamma)
 
 
 def modes_to_grid_1d(c: Tensor, n: int) -> Tensor:

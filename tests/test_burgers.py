@@ -56,6 +56,23 @@ def test_agrees_with_cole_hopf(case: tuple[float, float, list[float]]) -> None:
     assert _error(256, case) <= 1e-6
 
 
+@pytest.mark.parametrize(("nu", "n"), [(0.01, 256), (0.001, 512)])
+def test_agrees_with_cole_hopf_at_low_viscosity(nu: float, n: int) -> None:
+    # a = 1, b = 0.999: φ nearly vanishes at x = 1/2, a front of width about 0.014 that decays over 1/(4π²ν)
+    assert _error(n, (nu, 1.0, [0.999])) <= 1e-6
+
+
+def test_trajectory_is_the_solution_at_each_time() -> None:
+    nu, a, b = STEEP
+    x = torch.arange(128, dtype=torch.float64) / 128
+    times = [0.1, 0.25, 0.5]
+    u = burgers.trajectory(burgers.cole_hopf(x, 0.0, nu, a, b)[None], times, nu)[0]
+    assert u.shape == (3, 128)
+    for i, t in enumerate(times):
+        exact = burgers.cole_hopf(x, t, nu, a, b)
+        assert float((u[i] - exact).norm() / exact.norm()) <= 1e-6, t
+
+
 def test_fourth_order_in_dt() -> None:
     errors = [_error(64, GENTLE, dt=dt) for dt in (0.02, 0.01, 0.005)]
     orders = [math.log2(errors[i] / errors[i + 1]) for i in range(2)]
@@ -115,6 +132,31 @@ def test_dataset_is_seeded_subsampled_and_independent_of_count() -> None:
     torch.testing.assert_close(small.u0, burgers.initial_conditions(3, 64, 4, 10)[:, ::4], rtol=0, atol=1e-12)
     finer = burgers.dataset(3, 16, seed=4, fine=512, modes=10)
     torch.testing.assert_close(finer.u1, small.u1, rtol=0, atol=1e-6 * float(small.u1.abs().max()))
+
+
+def test_trajectories_store_the_initial_condition_then_each_time() -> None:
+    u = burgers.trajectories(3, 16, seed=4, steps=4, time=0.5, nu=0.1, fine=256, modes=10)
+    assert u.shape == (3, 5, 16) and u.dtype == torch.float64
+    pairs = burgers.dataset(3, 16, seed=4, fine=256, modes=10, time=0.5)
+    torch.testing.assert_close(u[:, 0], pairs.u0, rtol=0, atol=0)  # the same initial conditions
+    torch.testing.assert_close(u[:, -1], pairs.u1, rtol=0, atol=1e-9 * float(pairs.u1.abs().max()))
+    mid = burgers.dataset(3, 16, seed=4, fine=256, modes=10, time=0.25).u1
+    torch.testing.assert_close(u[:, 2], mid, rtol=0, atol=1e-9 * float(mid.abs().max()))
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        burgers.trajectories(3, 16, steps=0, fine=256, modes=10)
+
+
+def test_splits_solve_low_viscosity_on_a_finer_grid() -> None:
+    assert burgers.solve_grid(0.1, 256) == burgers.solve_grid(0.01, 256) == 1024
+    assert burgers.solve_grid(0.001, 256) == 2048
+
+
+@pytest.mark.slow
+def test_low_viscosity_data_agree_with_twice_the_grid() -> None:
+    # the ν = 0.001 data's own check: solved on 2048 nodes (splits) and on 4096, the same initial fields
+    coarse = burgers.dataset(4, 256, seed=0, fine=2048, modes=341, nu=0.001)
+    fine = burgers.dataset(4, 256, seed=0, fine=4096, modes=341, nu=0.001)
+    assert float(((coarse.u1 - fine.u1).norm(dim=1) / fine.u1.norm(dim=1)).max()) < 1e-6
 
 
 def test_dataset_cache_round_trip_and_damage(tmp_path: Path) -> None:
