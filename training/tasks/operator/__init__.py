@@ -6,7 +6,8 @@
   bounded one, the Funcformers), with the grid reader in :mod:`.reader` and its cost in :mod:`.cost`;
 * :mod:`.predict` -- :func:`predict`, which evaluates the predicted functions anywhere;
 * :mod:`.train` -- the training task for the shared loop, and :func:`train`; :mod:`.rollout` -- time-stepping;
-* :mod:`.program` -- what ``python -m examples.operator`` does; :mod:`.fno` -- neuraloperator's FNO as the peer;
+* :mod:`.program` -- what ``python -m examples.operator`` does; :mod:`.fno` -- neuraloperator's FNO as the peer by
+  each problem's recipe; :mod:`.peers` -- the same FNO configured the ordinary way (raw data, relative L², cosine);
   :mod:`.linear` -- the least-squares linear map on the same samples, the baseline a figure is read beside.
 
 The data come as checked :class:`operators.dataset.Samples` (:func:`operators.dataset.samples` from arrays,

@@ -1,0 +1,112 @@
+"""The peer's published figure, once: neuraloperator's FNO on Burgers at the FNO paper's setting.
+
+The setting (Li et al. 2021, §5.1, and the authors' ``fourier_1d.py``): ``u_t + (u²/2)_x = 0.1 u_xx`` on the
+periodic unit interval, ``u0 ~ N(0, 625(-Δ + 25I)^-2)``, the map ``u0 ↦ u(·, 1)`` at 1024 points, 1000 training
+and 200 test pairs; an FNO of 16 modes and 64 channels, 4 Fourier layers, raw inputs, the relative L² loss, Adam at
+``1e-3`` with weight decay ``1e-4``, the rate halved every 100 of 500 epochs, batch 20 (25,000 steps).
+
+* The data: :func:`operators.burgers.dataset` (pseudo-spectral, checked against Cole--Hopf), 1024 points solved on
+  2048 with the initial field on its 682 modes. The paper's files were solved on 8192 points; at ``ν = 0.1`` the
+  solution keeps one Fourier mode by ``t = 1``, and the modes above 682 hold about ``1e-4`` of the initial field's
+  amplitude.
+* The model: neuraloperator 2.0's ``FNO`` with its defaults (:class:`training.tasks.operator.peers.PlainFNOTask`):
+  its channel MLPs and soft-gated skips are the library's current form of the paper's model.
+
+**The published figures.** The paper's Table 1 reports ``0.0160`` at ``s = 1024`` for the model as first published
+(with batch norm). The authors' code without batch norm reaches about ``2.5e-3`` (0.00254 at epoch 500 on their
+``burgers_data_R10.mat``, neuraloperator issue 30; 2.5--2.7e-3, a second reader). The target is the code's figure:
+within 1.5x of ``2.5e-3``.
+
+    python benchmarks/fno_published.py --quick        # seconds: small data, 60 steps
+    python benchmarks/fno_published.py --cache runs/data  # the published setting: 25,000 steps (CPU: an hour or more)
+    python benchmarks/fno_published.py --device cuda
+
+Needs the ``bench`` extra (``pip install -e ".[bench]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import torch
+
+from operators import burgers
+from operators.dataset import samples
+from operators.layout import Axis
+from training import UserError
+from training.cli import Parser, output_file, run_cli, threads, writable_dir
+from training.denormals import flush_denormals
+from training.tasks.operator import Config
+from training.tasks.operator.fno import check_available
+from training.tasks.operator.peers import Plain, PlainFNOTask
+
+#: the published figures (relative L², 1024 points): Table 1 of the paper, and the authors' code without batch norm
+PAPER, CODE = 1.60e-2, 2.5e-3
+#: the paper's FNO-1D and its training, as neuraloperator 2.0 takes them
+PUBLISHED = Plain(width=64, modes=16, optimiser="adam", lr=1e-3, weight_decay=1e-4, schedule="halvings", halvings=5)
+
+
+def main() -> None:
+    p = Parser(prog="fno_published", description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=25_000, help="training steps (default: 500 epochs of 50 batches)")
+    p.add_argument("--evals", type=int, default=10, help="held-out evaluations along the run")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=threads, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--cache", type=writable_dir, default=None, help="keep the generated data here between runs")
+    p.add_argument("--json", type=output_file, default=None, help="write the curve and the figures here")
+    p.add_argument("--quick", action="store_true", help="small data, 60 steps: seconds")
+    a = p.parse_args()
+    if a.steps < 1 or a.evals < 1:
+        raise UserError(f"--steps {a.steps}, --evals {a.evals}: both must be at least 1")
+    try:
+        check_available()
+    except UserError:
+        print(f"result: fno_published_burgers nan (target <= {1.5 * CODE:.2e})")
+        raise
+    try:
+        device = torch.device(a.device)
+    except RuntimeError:
+        raise UserError(f"--device {a.device}: not a device; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--device {a.device}: this machine has no CUDA device; use cpu")
+    torch.set_num_threads(a.threads)
+    counts, points, fine, modes = ((64, 16), 128, 256, 85) if a.quick else ((1000, 200), 1024, 2048, 682)
+    steps = 60 if a.quick else a.steps
+    t0 = time.perf_counter()
+    kw = {"fine": fine, "modes": modes, "cache": a.cache, "device": device}
+    tr = burgers.dataset(counts[0], points, 2 * a.seed, **kw)  # type: ignore[arg-type]
+    te = burgers.dataset(counts[1], points, 2 * a.seed + 1, **kw)  # type: ignore[arg-type]
+    axes = (Axis("periodic"),)
+    train, test = samples(tr.u0, tr.u1, axes, where="burgers train"), samples(te.u0, te.u1, axes, where="burgers test")
+    load = os.getloadavg()[0]
+    took = time.perf_counter() - t0
+    print(f"data: {counts[0]}/{counts[1]} pairs at {points} points (solved on {fine}) in {took:.0f}s")
+    restore = flush_denormals()
+    try:
+        task = PlainFNOTask(Config(steps=steps, batch=20, seed=a.seed), PUBLISHED, train, 0, device)
+        print(f"FNO: {task.parameters} parameters, {steps} steps of 20, {device}, threads {a.threads}, load {load:.1f}")
+        marks = {round(steps * (i + 1) / a.evals) for i in range(a.evals)}
+        curve, seconds = [], 0.0
+        for i in range(1, steps + 1):
+            s0 = time.perf_counter()
+            task.train_step()
+            seconds += time.perf_counter() - s0
+            if i in marks:
+                curve.append((i, round(seconds, 1), float(task.errors(test).mean())))
+                print(f"  step {i}/{steps}, {seconds:.0f}s: held-out {curve[-1][2]:.3e}", flush=True)
+    finally:
+        restore()
+    error = curve[-1][2]
+    print(f"published: paper (Table 1, with batch norm) {PAPER:.2e}; authors' code {CODE:.2e}; here {error:.3e}")
+    if a.json is not None:
+        blob = {"error": error, "curve": curve, "parameters": task.parameters, "steps": steps, "load": load}
+        a.json.write_text(json.dumps(blob, indent=1))
+    print(f"result: fno_published_burgers {error:.3e} (target <= {1.5 * CODE:.2e})")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli("fno_published", main))
