@@ -99,6 +99,9 @@ def test_the_pages_have_python_blocks_and_every_skip_says_why() -> None:
     assert len(every) >= 10
     skipped = [b for b in every if b.mark is not None and b.mark.startswith("skip")]
     assert len(skipped) <= 2, [f"{b.page.name}:{b.line}" for b in skipped]
+    for guide in ("funcformer", "trees", "companions"):  # each teaches a task end to end, in code that runs
+        runnable = [b for b in blocks(ROOT / "docs" / "guides" / f"{guide}.md") if b.mark is None]
+        assert len(runnable) >= 3, f"guides/{guide}.md: {len(runnable)} runnable python blocks"
 
 
 @pytest.fixture
