@@ -489,4 +489,4 @@ def test_every_cross_reference_in_a_shown_docstring_resolves(monkeypatch: pytest
     for package in PACKAGES:
         loader.load(package)
     assert not extension.stale, "\n".join(extension.stale)
-    assert len(extension.unresolved) > 0  # private modules' own docstrings may name private helpers
+    assert extension.linked > 200  # the extension ran over the packages' docstrings

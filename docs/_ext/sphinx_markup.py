@@ -81,6 +81,7 @@ class SphinxMarkup(griffe.Extension):
         super().__init__()
         self.unresolved: set[str] = set()  # "where: target" of each role of ours shown as code, not linked
         self.stale: list[str] = []  # the warnings: those of them in a docstring the site shows
+        self.linked = 0  # roles rendered as links
         self._pending: list[griffe.Module] = []
         self._loading = False
         self._homes: dict[str, str] | None = None
@@ -153,6 +154,7 @@ class SphinxMarkup(griffe.Extension):
             full = full.rpartition(".")[0]
         path = self._rendered(full, loader) if full is not None and full.split(".")[0] in _OURS else None
         if path is not None:
+            self.linked += 1
             return f"[`{shown}`][{path}]"
         if (full is None and not _foreign(target)) or (full is not None and full.split(".")[0] in _OURS):
             self.unresolved.add(f"{obj.path}: {target}")
