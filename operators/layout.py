@@ -1,6 +1,6 @@
 r"""Where a grid's samples sit on each axis, what the model assumes at its ends, and their quadrature.
 
-A function sampled on a grid is a field over a structure whose positions are the grid's nodes (DESIGN §11).
+A function sampled on a grid is a field over a structure whose positions are the grid's nodes.
 Public operator data use a handful of placements of ``P`` samples on an axis ``[lo, hi]``, written here for
 ``[0, 1]``:
 
@@ -230,7 +230,8 @@ def check_layout(
 
 def line(axis: Axis, points: int) -> Vector:
     """The axis's ``points`` samples as a structure: positions at :meth:`Axis.t`, the layout's quadrature as its
-    measure (so attention over them is an integral, the same at any ``points``), :attr:`periodic` when the axis is."""
+    measure (so attention over them is an integral, the same at any ``points``), :attr:`Axis.periodic` when the
+    axis is."""
     return _line_class(axis.layout, axis.periodic)(points)
 
 
