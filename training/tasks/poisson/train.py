@@ -19,6 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 from operators.poisson import norms, sources
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
 from training.loop import FitOptions, Optimised
+from training.schedule import OneCycle
 from training.speed import autocast, check_amp, compiled
 
 from .config import Config
@@ -70,9 +71,7 @@ class PoissonTask(Optimised):
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.net = compiled(net, compile)
         self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
+        self.schedule = OneCycle(self.optimiser, config.lr, config.steps, config.warmup)
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
         self.out, self.dtype = out, dtype
