@@ -260,7 +260,8 @@ def _edge(values: np.ndarray, dim: int, which: int) -> np.ndarray:
 
 
 def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
+    flat = x.astype(np.float64, copy=False).ravel()  # a view of contiguous float64 values: no copy
+    return math.sqrt(float(np.vdot(flat, flat)) / flat.size) if flat.size else 0.0
 
 
 def check_layout(

@@ -21,6 +21,7 @@ import os
 import pickle
 import random
 import re
+import stat
 import warnings
 import zipfile
 from collections.abc import Callable, Mapping
@@ -83,6 +84,7 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     Refuses a file holding anything else (a planted object), an unreadable, empty or truncated file, and
     any floating-point tensor in it that is not finite.
     """
+    check_regular(path, what, fix)
     try:
         with warnings.catch_warnings():  # torch's advice on pickle protocols is not the user's business
             warnings.simplefilter("ignore")
@@ -104,6 +106,31 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     if bad is not None:
         raise CheckpointError(f"{path}: {bad} holds NaN or infinite values: the {what} is damaged; {fix}")
     return blob
+
+
+def check_regular(path: Path, what: str = "checkpoint", fix: str = FIX) -> None:
+    """Refuse, before opening it, a ``path`` that is not a regular file (a FIFO would block the reader for ever, a
+    device such as ``/dev/zero`` never ends, a directory is no file); a missing one is left to the reader."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read it ({e.strerror}); {fix}") from None
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"{path}: is {_kind_of(mode)}, not a {what} file; {fix}")
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def non_finite(obj: Any, where: str = "") -> str | None:
