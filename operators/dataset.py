@@ -159,8 +159,8 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
     for tensor, key in ((s.inputs, keys[0]), (s.outputs, keys[1])):
         if tensor.numel() == 0:
             raise DataError(f"{where}, key {key!r}: shape {tuple(tensor.shape)} holds no values; check the array")
-        low, high = torch.aminmax(tensor)  # NaN propagates: finite extremes mean finite values (and no copy is made)
-        if not (math.isfinite(float(low)) and math.isfinite(float(high))):
+        least, most = torch.aminmax(tensor)  # NaN propagates: finite extremes mean finite values (and no copy is made)
+        if not (math.isfinite(float(least)) and math.isfinite(float(most))):
             bad = ~torch.isfinite(tensor)
             first = int(bad.flatten(1).any(1).nonzero()[0])
             raise DataError(

@@ -218,6 +218,11 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         t = blob["elapsed"]
         if type(t) not in (int, float) or not 0 <= t < math.inf:
             return f"its elapsed time is {t!r}, expected seconds >= 0"
+    data = blob.get("data", {})
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, _PLAIN) for k, v in data.items()):
+        return "its data record is not a dict of plain values (the training data's fingerprint)"
+    if "plan" in blob and not isinstance(blob["plan"], str):
+        return f"its plan is {blob['plan']!r:.40}, expected the budget as given (a str)"
     history = blob.get("history", [])
     if not isinstance(history, list) or not all(
         isinstance(r, dict) and all(isinstance(k, str) and type(v) in (int, float) for k, v in r.items())

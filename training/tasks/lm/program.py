@@ -34,7 +34,7 @@ def execute(
     check_batch(config.batch, ranks)
     report: dict[str, Any] | None = None
     with RunDir(run.out, run.program) if ranks.main else contextlib.nullcontext():
-        check_resume(run.out, describe(config), SPEC.meta(), run.memory)
+        check_resume(run.out, describe(config), SPEC.meta(), run.memory, restart=run.restart)
         corpus = data.corpus(config.limit or None)
         # fits in memory (the vocabulary is the corpus's): before anything is built
         SPEC.admit(describe(config), {"vocab": corpus.vocab}, run.memory, training=True)

@@ -54,7 +54,7 @@ def execute(
     SPEC.admit(describe(config), budget=run.memory, training=True)  # fits in memory: before anything is built
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
     with RunDir(out, run.program) if ranks.main else contextlib.nullcontext():
-        check_resume(out, describe(config), SPEC.meta(), run.memory)
+        check_resume(out, describe(config), SPEC.meta(), run.memory, restart=run.restart)
         t0 = time.perf_counter()
         splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, cache, config.sources)
         say(f"config: {config}")

@@ -18,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from operators.poisson import norms, sources
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 from training.schedule import OneCycle
 from training.speed import autocast, check_amp, compiled
@@ -131,5 +132,7 @@ def train(
     """
     task = build(config, splits, torch.device(device), options.get("ranks", SINGLE), compile=compile, amp=amp)
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    source = f"the Poisson sources of seed {config.seed}"
+    options.setdefault("data", fingerprint(source, sources=splits.train.f, solutions=splits.train.g))
     run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run)

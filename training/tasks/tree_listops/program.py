@@ -39,7 +39,13 @@ def execute(
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
     with RunDir(run.out, run.program) if ranks.main else contextlib.nullcontext():
         for name in models:
-            check_resume(run.out / name, train.checkpoint_config(config, name), SPEC.meta(), run.memory)
+            check_resume(
+                run.out / name,
+                train.checkpoint_config(config, name),
+                SPEC.meta(),
+                run.memory,
+                restart=run.restart,
+            )
         splits = data.splits(config.train, config.test, config.seed, config.deep, config.deepest)
         test, deep = splits.test, splits.deep
         majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 
 from .config import Config, ModelKind
@@ -129,5 +130,8 @@ def train(
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, kind, splits, torch.device(device), options.get("ranks", SINGLE))
+    options.setdefault(
+        "data", fingerprint(f"the ListOps expressions of seed {config.seed}", labels=splits.train.labels)
+    )
     run = fit_config(task, config, out, extra={"model": kind}, meta=SPEC.meta(), fix="try a smaller --lr", **options)
     return Trained.of(task.model, run)
