@@ -437,12 +437,13 @@ def load_model(
         if not path.exists():
             raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
         blob = load_checkpoint(path, required=("config", "task"), fix=fix)
+    stored = blob["task"].get("model")
     try:
         model = build(blob)
     except (UserError, TypeError, ValueError, KeyError) as e:
         raise CheckpointError(f"{path}: not a checkpoint of {what} ({_first_line(e)[:200]}); {fix}") from None
     try:
-        check_like(model.state_dict(), blob["task"].get("model"), "task.model")
+        check_like(model.state_dict(), stored, "task.model")
     except StateError as e:
         raise CheckpointError(f"{path}: {e}; {fix}") from None
     model.load_state_dict(blob["task"]["model"])

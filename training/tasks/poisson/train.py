@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from operators.poisson import norms, sources
-from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training import SINGLE, InputError, Ranks, Trained, check_batch, fit_config, inputs
 from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 from training.schedule import OneCycle
@@ -36,7 +36,15 @@ def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
 
 @torch.no_grad()
 def predict(model: PoissonModel, f: Tensor, chunk: int = 256) -> Tensor:
-    """Predictions for many sources, in chunks, as float64 on the CPU."""
+    """Predictions for many sources, in chunks, as float64 on the CPU.
+
+    Raises:
+        InputError: ``model`` not a :class:`PoissonModel` (the class itself, ``None``), ``chunk`` not ``>= 1``.
+    """
+    if not isinstance(model, PoissonModel):
+        got = f"the class {model.__name__}" if isinstance(model, type) else f"a {type(model).__name__}"
+        raise InputError(f"predict: model must be a trained PoissonModel (training.tasks.poisson.load), got {got}")
+    inputs.count("predict", "chunk", chunk, 1)
     out = [model(f[i : i + chunk]).double().cpu() for i in range(0, len(f), chunk)]
     return torch.cat(out)
 
