@@ -10,7 +10,7 @@ A run extended past its first ``steps`` keeps the one-cycle schedule's final lea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +26,7 @@ from training.speed import autocast, check_amp, compiled
 from .config import Config
 from .model import SPEC, PoissonModel
 
-__all__ = ["PoissonTask", "build", "errors", "predict", "relative_sq", "train"]
+__all__ = ["PoissonTask", "build", "data_of", "errors", "predict", "relative_sq", "train"]
 
 
 def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
@@ -47,6 +47,12 @@ def predict(model: PoissonModel, f: Tensor, chunk: int = 256) -> Tensor:
     inputs.count("predict", "chunk", chunk, 1)
     out = [model(f[i : i + chunk]).double().cpu() for i in range(0, len(f), chunk)]
     return torch.cat(out)
+
+
+def data_of(config: Config, splits: sources.Splits) -> dict[str, Any]:
+    """The training data's :func:`~training.fingerprint.fingerprint`, as the run's checkpoints record it."""
+    where = f"the Poisson sources of seed {config.seed}"
+    return fingerprint(where, sources=splits.train.f, solutions=splits.train.g)
 
 
 def errors(model: PoissonModel, d: sources.PoissonData, device: torch.device) -> Tensor:
@@ -140,7 +146,6 @@ def train(
     """
     task = build(config, splits, torch.device(device), options.get("ranks", SINGLE), compile=compile, amp=amp)
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
-    source = f"the Poisson sources of seed {config.seed}"
-    options.setdefault("data", fingerprint(source, sources=splits.train.f, solutions=splits.train.g))
+    options.setdefault("data", data_of(config, splits))
     run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run)

@@ -47,6 +47,10 @@ def execute(
                 restart=run.restart,
             )
         splits = data.splits(config.train, config.test, config.seed, config.deep, config.deepest)
+        for name in models:  # and on these data: before a model is built
+            config_of = train.checkpoint_config(config, name)
+            seen = train.data_of(config, splits)
+            check_resume(run.out / name, config_of, SPEC.meta(), run.memory, data=seen, restart=run.restart)
         test, deep = splits.test, splits.deep
         majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
         say(f"config: {config}")

@@ -34,6 +34,7 @@ __all__ = [
     "accuracy_by_depth",
     "build",
     "checkpoint_config",
+    "data_of",
     "rate",
     "train",
 ]
@@ -111,6 +112,11 @@ def checkpoint_config(config: Config, kind: ModelKind) -> dict[str, Any]:
     return {**describe(config), "model": kind}
 
 
+def data_of(config: Config, splits: Splits) -> dict[str, Any]:
+    """The training expressions' :func:`~training.fingerprint.fingerprint` (their labels), as checkpoints record it."""
+    return fingerprint(f"the ListOps expressions of seed {config.seed}", labels=splits.train.labels)
+
+
 def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device, ranks: Ranks = SINGLE) -> ListOpsTask:
     """A fresh, seeded training task."""
     return ListOpsTask(config, kind, splits, device, ranks)
@@ -130,8 +136,6 @@ def train(
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, kind, splits, torch.device(device), options.get("ranks", SINGLE))
-    options.setdefault(
-        "data", fingerprint(f"the ListOps expressions of seed {config.seed}", labels=splits.train.labels)
-    )
+    options.setdefault("data", data_of(config, splits))
     run = fit_config(task, config, out, extra={"model": kind}, meta=SPEC.meta(), fix="try a smaller --lr", **options)
     return Trained.of(task.model, run)
