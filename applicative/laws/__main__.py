@@ -135,19 +135,19 @@ def _in_child(args: argparse.Namespace) -> int:
     sys.stderr.flush()
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: check, then say the verdict on the pipe (the only way it says one)
+    if pid == 0:  # the child: check, then send the verdict and the table up the pipe (the only way it says either)
         os.close(read)
-        code, error = 2, ""
+        code, error, table = 2, "", io.StringIO()
         try:
-            code = _check(args)
+            with contextlib.redirect_stdout(table):
+                code = _check(args)
         except UsageError as e:
             error = str(e)
         except BaseException as e:  # the child ends here, whatever happened
             error = f"{args.target}: the check raised {type(e).__name__}: {_first_line(e)}"
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.write(write, json.dumps({"code": code, "error": error}).encode())
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(json.dumps({"code": code, "error": error, "out": table.getvalue()}).encode())
         finally:
             os._exit(0)
     os.close(write)
@@ -162,7 +162,7 @@ def _in_child(args: argparse.Namespace) -> int:
         return 130
     try:
         verdict = json.loads(said)
-        code, error = int(verdict["code"]), str(verdict["error"])
+        code, error, out = int(verdict["code"]), str(verdict["error"]), str(verdict["out"])
     except (ValueError, KeyError, TypeError):
         how = _ended(status)
         print(
@@ -171,6 +171,7 @@ def _in_child(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    sys.stdout.write(out)
     if error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
     return code
