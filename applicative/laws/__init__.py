@@ -77,7 +77,7 @@ describes it in :meth:`Arbitrary.subspace`; the report prints that text.
 
 from typing import TYPE_CHECKING, Any
 
-from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Pinned, Tolerance
+from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Pinned, SizeError, Tolerance
 from ._law import Case, Equation, Law
 from ._pairs import PairsArbitrary
 from ._report import LawReport, LawResult
@@ -126,6 +126,7 @@ __all__ = [
     "LawResult",
     "PairsArbitrary",
     "Pinned",
+    "SizeError",
     "Tolerance",
     "VectorArbitrary",
     "arbitrary_of",
