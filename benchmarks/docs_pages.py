@@ -23,7 +23,6 @@ slowest page's time, against the target of one second.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -33,6 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import torch
+
+from training.cli import Parser, bounded, run_cli, threads
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGS = (
@@ -139,11 +142,13 @@ def build(out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, help="a built site (default: build one into a temporary folder)")
-    parser.add_argument("--repeat", type=int, default=3, help="openings per page (the fastest is kept)")
+    parser.add_argument("--repeat", type=bounded(1, 100), default=3, help="openings per page (the fastest kept)")
     parser.add_argument("--quick", action="store_true", help="the API reference and the home page, once each")
+    parser.add_argument("--threads", type=threads, default=1, help="torch CPU threads of the site build (default 1)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
         print("skipped: no chromium on the path (Debian: apt-get install chromium)")
@@ -184,4 +189,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli("docs_pages", main))
