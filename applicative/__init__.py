@@ -41,7 +41,7 @@ from ._attention import (
     scaled_softmax,
     self_attention,
 )
-from ._data import DataStructure, same_values, unsqueeze_batch
+from ._data import DataStructure, Lineage, per_example, same_values, unsqueeze_batch
 from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
@@ -70,6 +70,7 @@ __all__ = [
     "Field",
     "FlexSoftmax",
     "LayerNorm",
+    "Lineage",
     "Linear",
     "LinearAttention",
     "Lowering",
@@ -113,6 +114,7 @@ __all__ = [
     "mul_mv",
     "mul_vm",
     "outer",
+    "per_example",
     "pointwise",
     "pointwise2",
     "pure",

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from applicative import Capability, DataStructure, Field, Structure, StructureError
+from applicative import Capability, DataStructure, Field, Structure, StructureError, per_example
 
 #: how far the probabilities may sum from 1 (relative to float32 rounding of n terms)
 SUM_TOLERANCE = 1e-5
@@ -91,7 +91,8 @@ class Distribution(DataStructure):
             or do not sum to 1 (within :data:`SUM_TOLERANCE`).
     """
 
-    tensors = ("probs",)
+    #: ``(*batch, n)`` the probabilities of the outcomes
+    probs: Tensor = per_example(event_dims=1)
 
     def __init__(self, probs: Tensor | Sequence[float]) -> None:
         self.probs = _checked_probs(probs)
