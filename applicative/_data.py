@@ -145,10 +145,13 @@ class DataStructure(Structure):
     _tensor_fields: ClassVar[tuple[tuple[str, PerExample], ...]] = ()
     _static_fields: ClassVar[tuple[str, ...]] = ("size",)
 
+    #: a class of it below :class:`DataStructure` writes ``__init__`` (then none is generated: it would replace it)
+    _writes_init: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        below = cls.__mro__[: cls.__mro__.index(DataStructure)]
-        dataclasses.dataclass(cls, eq=False, repr=False, init=not any("__init__" in vars(c) for c in below))
+        cls._writes_init = "__init__" in vars(cls) or any(getattr(b, "_writes_init", False) for b in cls.__bases__)
+        dataclasses.dataclass(cls, eq=False, repr=False, init=not cls._writes_init)
         _declare(cls)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
