@@ -45,6 +45,7 @@ from ._data import DataStructure, Lineage, per_example, same_values, unsqueeze_b
 from ._errors import StructureError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
+from ._inputs import clear_padding, require_finite
 from ._layers import layer_norm, mlp, residual
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, galerkin_lowering, sdpa_lowering
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
@@ -96,6 +97,7 @@ __all__ = [
     "cannot_lower",
     "cat",
     "check_compatible",
+    "clear_padding",
     "counit",
     "dot",
     "expect_field",
@@ -118,6 +120,7 @@ __all__ = [
     "pointwise",
     "pointwise2",
     "pure",
+    "require_finite",
     "require_order",
     "residual",
     "same_values",

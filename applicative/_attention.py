@@ -39,6 +39,7 @@ from . import _kernels as kernels
 from ._algebra import join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
+from ._inputs import clear_padding
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, at_each_query
 from ._ring import Capability, Ring
 from ._structure import Structure, require_order
@@ -247,11 +248,15 @@ def attention(
         fused: run the normalisation's declared lowering where it applies (:func:`lowered`).
 
     Returns:
-        ``*I x G``.
+        ``*I x G``: at a query position of weight zero (padding), attention of a zero query.
+
+    Queries, keys and values at positions of weight zero (padding) are selected out first
+    (:func:`~applicative.clear_padding`): whatever they hold, no output and no gradient reads them.
     """
     check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
+    queries, keys, values = clear_padding(queries), clear_padding(keys), clear_padding(values)
     own = lowered(normalise, queries, keys, values) if fused else None
     return own if own is not None else generic_attention(normalise, queries, keys, values)
 

@@ -13,7 +13,9 @@ on it.
 
 Values at padding positions are computed like any others (as in PyTorch) and
 are meaningless, but inert: whatever they hold (NaN, infinities), no valid
-output reads them -- they are masked, never multiplied by a zero weight.
+output reads them and no gradient flows through them -- they are selected out
+(``torch.where``) before any arithmetic, never multiplied by a zero weight, and
+models select them out of their input (:func:`applicative.clear_padding`).
 """
 
 from __future__ import annotations

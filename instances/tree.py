@@ -42,9 +42,9 @@ is the identity. A tensor with fewer leading axes than the tree's batch (a
 parameter, say) is shared by every tree.
 
 Padding positions (beyond a tree's leaf count) hold arbitrary values: the
-counit, softmax and attention bias mask them. Fused attention reads them as
-values with weight zero, so keep them finite (they are, when computed by a
-model from finite inputs).
+counit, softmax, contractions and attention select them out before any
+arithmetic, so neither they nor their gradients reach a valid output, and a
+model selects them out of its input (:func:`applicative.clear_padding`).
 """
 
 from __future__ import annotations
