@@ -200,9 +200,10 @@ def product(left: Distribution, right: Distribution) -> Product:
     """The independent product of ``left`` and ``right`` (see :class:`Product`); the same object on every call."""
     if not isinstance(right, Distribution):
         raise StructureError(f"product: {left!r} pairs with another Distribution, got {right!r}")
-    # Keyed by equality, which for structures is identity of the probability tensors: an entry is the
-    # product of exactly these probabilities (a pure function of both), so it cannot change a result;
-    # it keeps the product the same object across calls (joins compare by identity) and saves the merge.
+    # Keyed by equality, which for structures means the same data (never compared by value): an entry is the
+    # product of exactly these probabilities (a pure function of both), so it cannot change a result; it keeps
+    # the product -- and its joint, a new construction -- the same object across calls, so that variables
+    # lifted in separate calls lie on one joint axis.
     memo: dict[Distribution, Product] = left.__dict__.setdefault("_products", {})
     if right not in memo:
         memo[right] = _product(left, right)
