@@ -248,15 +248,17 @@ def attention(
         fused: run the normalisation's declared lowering where it applies (:func:`lowered`).
 
     Returns:
-        ``*I x G``: at a query position of weight zero (padding), attention of a zero query.
+        ``*I x G``.
 
-    Queries, keys and values at positions of weight zero (padding) are selected out first
-    (:func:`~applicative.clear_padding`): whatever they hold, no output and no gradient reads them.
+    Keys and values at positions of weight zero (padding) are selected out first
+    (:func:`~applicative.clear_padding`): whatever they hold, no output and no gradient reads them. A query at
+    padding is attended with like any other (as in PyTorch): its output is meaningless, and finite as long as
+    the query is (a model clears its input's padding).
     """
     check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
-    queries, keys, values = clear_padding(queries), clear_padding(keys), clear_padding(values)
+    keys, values = clear_padding(keys), clear_padding(values)
     own = lowered(normalise, queries, keys, values) if fused else None
     return own if own is not None else generic_attention(normalise, queries, keys, values)
 

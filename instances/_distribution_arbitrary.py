@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor
 
-from applicative import Structure, kernels
 from applicative.laws import Arbitrary, Draw, Elements, Isomorphism
 
 from .distribution import Distribution
@@ -24,11 +22,6 @@ class DistributionArbitrary(Arbitrary[Distribution]):
         w = draw.tensor((*batch, n), _WEIGHTS, torch.float64)
         w[..., 0] += (w.sum(-1) == 0).to(w.dtype)  # at least one outcome with positive weight
         return Distribution(w / w.sum(-1, keepdim=True))
-
-    def observe(self, s: Structure, x: Tensor, dim: int) -> Tensor:
-        """Values at an outcome of probability zero are unobservable: ``0``
-        (weight zero: a derived kernel selects them out)."""
-        return kernels.cleared(s, x, dim) if isinstance(s, Distribution) else x
 
     def isomorphism(self, s: Distribution, draw: Draw) -> Isomorphism:
         perm = draw.permutation(s.size)

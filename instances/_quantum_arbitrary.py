@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor
 
-from applicative import Structure, kernels
 from applicative.laws import Arbitrary, Draw, Elements, Isomorphism
 
 from .quantum import Quantum
@@ -26,11 +24,6 @@ class QuantumArbitrary(Arbitrary[Quantum]):
         psi = torch.complex(parts[..., 0], parts[..., 1])
         psi[..., 0] += (psi.abs().sum(-1) == 0).to(psi.dtype)  # at least one basis state with an amplitude
         return Quantum(psi / psi.abs().square().sum(-1, keepdim=True).sqrt())
-
-    def observe(self, s: Structure, x: Tensor, dim: int) -> Tensor:
-        """Values at a basis state of amplitude zero are unobservable: ``0``
-        (weight zero: a derived kernel selects them out)."""
-        return kernels.cleared(s, x, dim) if isinstance(s, Quantum) else x
 
     def isomorphism(self, s: Quantum, draw: Draw) -> Isomorphism:
         perm = draw.permutation(s.size)

@@ -265,12 +265,18 @@ KERNELS: dict[str, Callable[[Field[Padded, Vector], torch.Tensor], tuple[torch.T
         kernels.layer_norm(x.structures[0], x.tensor.transpose(-1, -2), None, None, 1e-5),
         valid[:, None, :],
     ),
-    "attention": lambda x, valid: (attention(ScaledSoftmax(0.5), x, x, x).tensor, valid[..., None]),
+    "attention": lambda x, valid: (attention(ScaledSoftmax(0.5), _queries(x, valid), x, x).tensor, valid[..., None]),
     "attention (generic)": lambda x, valid: (
-        attention(ScaledSoftmax(0.5), x, x, x, fused=False).tensor,
+        attention(ScaledSoftmax(0.5), _queries(x, valid), x, x, fused=False).tensor,
         valid[..., None],
     ),
 }
+
+
+def _queries(x: Field[Padded, Vector], valid: torch.Tensor) -> Field[Padded, Vector]:
+    """Queries whose padding is selected out, as a model's are: a query is attended with like any other (as in
+    PyTorch), so its garbage would reach its own (meaningless) output and, backward, the keys' gradients."""
+    return x.with_tensor(torch.where(valid[..., None], x.tensor, 0))
 
 
 @pytest.mark.parametrize("fill", GARBAGE, ids=["nan", "inf", "-inf", "huge"])
