@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Sequence
+from types import EllipsisType, NoneType
 from typing import Any, ClassVar, Self, TypeVar, cast, dataclass_transform
 
 import torch
@@ -110,7 +111,7 @@ def _unflatten(leaves: Any, spec: _Spec) -> Structure:
 
 def _index_key(index: Any) -> Hashable | None:
     """``index`` as a hashable key when it names examples without tensors (ints, slices); else ``None``."""
-    if isinstance(index, int | type(Ellipsis) | type(None)):
+    if isinstance(index, int | EllipsisType | NoneType):
         return index
     if isinstance(index, slice):
         return ("slice", _index_key(index.start), _index_key(index.stop), _index_key(index.step))
@@ -150,7 +151,8 @@ class DataStructure(Structure):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._writes_init = "__init__" in vars(cls) or any(getattr(b, "_writes_init", False) for b in cls.__bases__)
+        inherited = any(issubclass(b, DataStructure) and b._writes_init for b in cls.__bases__)
+        cls._writes_init = "__init__" in vars(cls) or inherited
         dataclasses.dataclass(cls, eq=False, repr=False, init=not cls._writes_init)
         _declare(cls)
 

@@ -176,8 +176,8 @@ def cleared(s: Contract, x: Tensor, dim: int) -> Tensor:
     """
     if s.basis is not None:
         return x
-    x2, _, lw = log_weights(s, x, dim % x.ndim)
-    return x if lw is None else torch.where(torch.isneginf(lw), 0, x2)
+    lined_up, _, lw = log_weights(s, x, dim % x.ndim)  # x with the structure's batch axes in front, and log w
+    return x if lw is None else torch.where(torch.isneginf(lw), 0, lined_up)
 
 
 # ---- derived kernels ------------------------------------------------------------
