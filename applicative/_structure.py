@@ -71,8 +71,8 @@ class Structure:
 
     1. ``size`` (equality is the class and the size; define ``__eq__`` and ``__hash__``
        if more identifies it, as :class:`Stacked` does). Per-example data, if it has any:
-       derive from :class:`~applicative.DataStructure` and name the tensor attributes
-       (``tensors = ("probs",)``); its equality, ``.to(device)``, batch indexing and concatenation
+       derive from :class:`~applicative.DataStructure` and declare each tensor as a field
+       (``probs: Tensor = per_example(event_dims=1)``); its equality, ``.to(device)``, batch indexing and concatenation
        come with that base (with :class:`~applicative.Ragged` for examples of different sizes).
        Every structure is a pytree node, whose leaves are its per-example tensors;
     2. its stored basis, if values are not stored at their positions

@@ -55,6 +55,7 @@ from applicative import Capability, Field, Normalise, Structure, StructureError,
 from instances import Chebyshev, Vector
 
 from ._drawing import Gadget, Parameter, Step, join, linear_step
+from ._inputs import model_input
 from .transformer import EncoderLayer, Transformer
 
 X = TypeVar("X", bound=Structure)
@@ -220,6 +221,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures."""
         expect_field("Funcformer", u)
         t = self.transformer
+        u = model_input("Funcformer", "u", u, t.embed.weight.dtype)
         h: Field[X, D] = mul_mmt(t.embed.weight_field, u)
         p = self.position_field
         if p is not None:

@@ -8,6 +8,7 @@ Python. The control: a well-formed input of each kind is accepted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ DARCY_GRID = darcy.DarcyModel(darcy.PRESETS["tiny"].replace(reader="grid"))
 LM = lm.CharLM(lm.PRESETS["tiny"], "abcdefgh")
 LISTOPS = {k: ListOpsModel(tree_listops.PRESETS["tiny"], k) for k in ("tree-mean", "vector", "fold")}
 G = torch.Generator().manual_seed(0)
+SMALL_INTS = (torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
 def _nested(levels: int) -> Any:
@@ -56,7 +58,16 @@ CASES: dict[str, tuple[Callable[[], object], str]] = {
     "lm: past the context": (lambda: LM(torch.zeros(1, 17, dtype=torch.long)), "past the context of 16"),
     "lm: temperature 0": (
         lambda: LM.sample(torch.tensor([1]), 3, 0.0, G),
-        "CharLM.sample: temperature must be a finite number > 0",
+        "CharLM.sample: temperature must be a number in 0.0001..10000",
+    ),
+    "lm: temperature 1e-45": (lambda: LM.sample(torch.tensor([1]), 3, 1e-45, G), "temperature must be a number in"),
+    "lm: infinite temperature": (lambda: LM.sample(torch.tensor([1]), 3, math.inf, G), "temperature must be"),
+    "lm: length 10**12": (lambda: LM.sample(torch.tensor([1]), 10**12, 1.0, G), "length must be at most 100000"),
+    "poisson: NaN": (lambda: POISSON(torch.full((2, 4, 4), math.nan)), "PoissonModel: f holds 32 NaN or infinite"),
+    "poisson: -inf": (lambda: POISSON(torch.tensor([[[0.0, -math.inf]]])), "the first -inf at index (0, 0, 1)"),
+    "poisson: 1e39, infinite in float32": (
+        lambda: POISSON(torch.full((1, 2, 2), 1e39, dtype=torch.float64)),
+        "(finite in torch.float64, infinite in the model's torch.float32: scale it)",
     ),
     "lm: negative temperature": (lambda: LM.sample(torch.tensor([1]), 3, -1.0, G), "temperature must be"),
     "lm: NaN temperature": (lambda: LM.sample(torch.tensor([1]), 3, float("nan"), G), "temperature must be"),
@@ -95,6 +106,8 @@ CONTROLS: dict[str, tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]] = {
     "darcy grid": (DARCY_GRID, lambda m: m(torch.randn(2, 9, 9))),
     "lm": (LM, lambda m: m(torch.tensor([[0, 7, 3]]))),
     "lm, one sequence": (LM, lambda m: m(torch.tensor([0, 7, 3]))),
+    **{f"lm, {t} ids": (LM, lambda m, t=t: m(torch.tensor([[0, 7, 3]], dtype=t))) for t in SMALL_INTS},
+    "lm sample, uint8 prompt": (LM, lambda m: m.sample(torch.tensor([1, 2], dtype=torch.uint8), 3, 1e-4, G)),  # type: ignore[operator]
     "lm sample": (LM, lambda m: m.sample(torch.tensor([1, 2]), 3, 0.5, G)),  # type: ignore[operator]
     **{f"listops {k}": (m, lambda m: m([("MAX", [1, ("SM", (2, 3))]), 4, _nested(16)])) for k, m in LISTOPS.items()},
 }

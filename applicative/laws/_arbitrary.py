@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from .._errors import StructureError
+from .._kernels import cleared
 from .._structure import Structure
 
 S = TypeVar("S", bound=Structure)
@@ -199,13 +200,14 @@ class Arbitrary(Generic[S]):
         return None
 
     def observe(self, s: Structure, x: Tensor, dim: int) -> Tensor:
-        """What equality compares for a value of ``s`` along axis ``dim`` (default: the tensor itself).
+        """What equality compares for a value of ``s`` along axis ``dim`` (default: the tensor with its positions
+        of weight zero -- padding, impossible outcomes -- set to ``0``, as the derived kernels select them out).
 
         Called for every axis of a compared value; return ``x`` unchanged for
-        structures that are not yours. Padding or unobservable positions should
+        structures that are not yours. Other unobservable positions should
         be mapped to a canonical value here.
         """
-        return x
+        return cleared(s, x, dim)
 
     def isomorphism(self, s: S, draw: Draw) -> Isomorphism | None:
         """Draw an isomorphism out of ``s`` for the attention-equivariance laws (``None``: none known).

@@ -100,9 +100,11 @@ class PoissonModel(nn.Module):
         """``f`` ``(batch, m, m')`` cut or zero-padded to the model's ``modes x modes``, in its dtype.
 
         Raises:
-            InputError: ``f`` not a real tensor ``(batch, m, m')`` with every size at least 1.
+            InputError: ``f`` not a real tensor ``(batch, m, m')`` with every size at least 1, or not finite in
+                the model's dtype.
         """
         inputs.tensor("PoissonModel", "f", f, "(batch, m, m') of source coefficients", 3)
+        inputs.finite("PoissonModel", "f", f, self.dtype)
         return pad(f, self.config.modes).to(self.dtype)
 
     def operator(self, f: Tensor) -> Tensor:
