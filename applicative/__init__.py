@@ -42,7 +42,7 @@ from ._attention import (
     self_attention,
 )
 from ._data import DataStructure, same_values, unsqueeze_batch
-from ._errors import StructureError
+from ._errors import DataError, InputError, StructureError, UserError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
 from ._layers import layer_norm, mlp, residual
@@ -66,9 +66,11 @@ __all__ = [
     "Capability",
     "Causal",
     "CausalSoftmax",
+    "DataError",
     "DataStructure",
     "Field",
     "FlexSoftmax",
+    "InputError",
     "LayerNorm",
     "Linear",
     "LinearAttention",
@@ -89,6 +91,7 @@ __all__ = [
     "Stacked",
     "Structure",
     "StructureError",
+    "UserError",
     "Vector",
     "add",
     "attention",

@@ -16,6 +16,7 @@ from .funcformer import (
     window_slopes,
 )
 from .ipa import IPAColumn, IPALayer, IPARow
+from .operator import AlongAxes, GridReader, OperatorModel, Reading
 from .rnn import RNNCell, scan
 from .transformer import (
     DecoderLayer,
@@ -45,6 +46,7 @@ from .zoo import (
 )
 
 __all__ = [
+    "AlongAxes",
     "CrossModal",
     "CrossModalConfig",
     "DAGFold",
@@ -55,6 +57,7 @@ __all__ = [
     "EncoderStack",
     "Funcformer",
     "FuncformerConfig",
+    "GridReader",
     "IPAColumn",
     "IPALayer",
     "IPARow",
@@ -63,7 +66,9 @@ __all__ = [
     "MLPClassifier",
     "MLPRegressor",
     "NodeCell",
+    "OperatorModel",
     "RNNCell",
+    "Reading",
     "Readout",
     "SeparableLinear",
     "Transformer",

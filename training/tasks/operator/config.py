@@ -1,13 +1,19 @@
 """Configuration of the operator task: one frozen dataclass, every field bounded on both sides, and presets.
 
-The defaults are the Darcy grid model's (:mod:`training.tasks.darcy.config`'s ``grid`` preset), the best measured
-on the project's data; why each value was chosen is in the lab notes (``docs/notes/``).
+The model's fields are :class:`models.OperatorModel`'s constructor arguments (:func:`~.model.build` passes them
+on); the rest say how it is trained. The defaults are the best measured on the project's Darcy data; what encodes
+one problem's physics (a log input, a symmetry) is off by default and on in the ``darcy`` preset. Why each value
+was chosen is in the lab notes (``docs/notes/``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
+
+import torch
+from torch import Tensor, nn
 
 from training.config import (
     MAX_BATCH,
@@ -25,6 +31,9 @@ from training.config import (
 Activation = Literal["relu", "gelu"]
 Augment = Literal["none", "flips", "square", "shifts"]
 DType = Literal["float32", "float64"]
+
+#: the nonlinearities a config names, by name
+ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
 
 
 @dataclass(frozen=True)
@@ -114,7 +123,7 @@ document_bounds(Config)
 PRESETS: dict[str, Config] = {
     "default": Config(),
     # Darcy flow's coefficient-to-solution map: read log a, u(c a) = u(a) / c built in, the square's symmetries
-    # (the Darcy grid model exactly, on data with zero ends: --boundary zero)
+    # (on data with zero ends: --boundary zero); python -m examples.darcy trains it on generated data
     "darcy": Config(log_input=True, homogeneous=-1.0, augment="square"),
     # seconds: for tests and smoke runs
     "tiny": Config(

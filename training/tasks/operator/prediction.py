@@ -7,34 +7,22 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from models.operator import OperatorModel
 from operators.layout import Axis
 from training.errors import InputError
 
-from .model import OperatorModel
-
 
 def _check_inputs(model: OperatorModel, inputs: object) -> Tensor:
-    """``inputs`` as ``(batch, *grid, C_in)``: a float tensor of the model's grid dimensions, finite, positive where
-    a log is taken, each axis sampled often enough for its layout (an :class:`InputError` naming what is wrong)."""
-    if not isinstance(inputs, Tensor):
-        raise InputError(f"predict: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}")
-    shape, dims = model.shape, model.shape.dims
-    x = inputs[..., None] if inputs.ndim == dims + 1 and shape.c_in == 1 else inputs
-    if x.ndim != dims + 2 or x.shape[-1] != shape.c_in:
-        want = f"(batch, {', '.join('xy'[:dims])}, {shape.c_in})"
-        raise InputError(f"predict: inputs of shape {tuple(inputs.shape)}, expected {want}")
-    if not x.dtype.is_floating_point:
-        raise InputError(f"predict: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
-    if x.shape[0] == 0:
-        raise InputError("predict: an empty batch of inputs; pass at least one sample")
-    for i, a in enumerate(shape.axes):
-        if x.shape[1 + i] < max(a.smallest(), 2):
-            raise InputError(
-                f"predict: axis {'xy'[i]} has {x.shape[1 + i]} sample(s); the {a.layout} layout needs more"
-            )
+    """``inputs`` as ``(batch, *grid, C_in)``: what the model checks (:meth:`~models.OperatorModel.check`: a float
+    tensor of its grid's dimensions and channels, each axis sampled often enough for its layout), finite, and
+    positive where a log is taken (an :class:`InputError` naming what is wrong)."""
+    try:
+        x = model.check(inputs)
+    except InputError as e:
+        raise InputError(str(e).replace("OperatorModel:", "predict:", 1)) from None
     if not bool(torch.isfinite(x).all()):
         raise InputError("predict: inputs hold NaN or infinite values")
-    if model.config.log_input and bool((x <= 0).any()):
+    if model.log_input and bool((x <= 0).any()):
         raise InputError("predict: the model reads log inputs, and some inputs are <= 0")
     return x
 
@@ -65,7 +53,7 @@ def predict(
         raise InputError(f"predict: chunk must be an int >= 1, got {chunk!r}")
     x = _check_inputs(model, inputs)
     device = next(iter(model.parameters())).device
-    axes, dims = model.shape.axes, model.shape.dims
+    axes, dims = model.axes, model.dims
     where: Callable[[Tensor], Tensor]
     if at is None:
         grid = tuple(x.shape[1:-1])
