@@ -154,7 +154,12 @@ class Free(Boundary):
     name: ClassVar[str] = "free"
 
 
-PERIODIC, ZERO, FREE = Periodic(), Zero(), Free()
+#: the periodic boundary: a Fourier series
+PERIODIC = Periodic()
+#: the zero boundary: a Chebyshev series times ``1 - t²``, ``u = 0`` imposed at both ends
+ZERO = Zero()
+#: the free boundary: a Chebyshev series, the ends learned
+FREE = Free()
 
 #: the layouts by name: the command line's words and what a checkpoint records
 LAYOUTS: Mapping[str, type[Layout]] = {k.name: k for k in (Nodes, PeriodicNodes, Centres, ChebyshevNodes, LobattoNodes)}

@@ -1,4 +1,5 @@
-"""Models written once over any structures: the Transformer family."""
+"""Models written once over any structures: the Transformer family, and the operator model built from it
+(:mod:`models.operator`)."""
 
 from .crossmodal import CrossModal, CrossModalConfig
 from .dagfold import DAGFold

@@ -265,6 +265,19 @@ def _configs() -> list[type[Checked]]:
 
 
 @pytest.mark.parametrize("kind", _configs(), ids=lambda k: k.__module__)
+def test_the_optimisers_fields_have_one_set_of_bounds(kind: type[Checked]) -> None:
+    """``lr``, ``steps``, ``clip``, ... mean one thing with one range in every config (the shared table), and a config
+    that trains by Adam on a one-cycle schedule is a :class:`training.config.Optimiser`."""
+    from training.config import OPTIMISER_BOUNDS, Optimiser
+
+    for f in dataclasses.fields(kind):
+        if f.name in OPTIMISER_BOUNDS:
+            assert dict(f.metadata) == OPTIMISER_BOUNDS[f.name], (kind, f.name, f.metadata)
+    if {"beta2", "warmup"} <= {f.name for f in dataclasses.fields(kind)}:
+        assert issubclass(kind, Optimiser), kind
+
+
+@pytest.mark.parametrize("kind", _configs(), ids=lambda k: k.__module__)
 def test_every_numeric_field_is_bounded_on_both_sides(kind: type[Checked]) -> None:
     import typing
 

@@ -184,7 +184,7 @@ def activations(fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
 #: the character-level language models as :func:`training.load` knows them
 SPEC = registry.TaskSpec(
     "lm",
-    1,
+    2,  # 2: the warm-up counted in steps is the config field warmup_steps
     CharLM,
     _build,
     "examples.lm",

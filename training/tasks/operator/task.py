@@ -100,12 +100,7 @@ class OperatorTask(Optimised):
     def __init__(self, config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device) -> None:
         self.config, self.device = config, device
         self.model = build_model(config, train).to(device)
-        self.optimiser = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay
-        )
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
+        self.optimiser, self.schedule = config.adam(self.model.parameters())
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.axes, self.grid = train.axes, train.grid
         self.x = train.inputs.to(device)

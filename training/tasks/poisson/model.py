@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
 from instances import Chebyshev, CoefficientSoftmax, Vector
+from instances.axes import X, Y
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
 from operators.poisson.norms import l2_norm_sq, pad
@@ -32,14 +33,6 @@ from training.budget import layer_activations
 from .config import Config
 
 CHECKPOINT = "checkpoint.pt"
-
-
-class X(Chebyshev):
-    """The first argument of the source and solution: the Transformer's sequence."""
-
-
-class Y(Chebyshev):
-    """The second argument: the Transformer's features."""
 
 
 def _normalise(config: Config, key_size: int) -> Normalise:

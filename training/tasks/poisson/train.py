@@ -69,10 +69,7 @@ class PoissonTask(Optimised):
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.net = compiled(net, compile)
-        self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
+        self.optimiser, self.schedule = config.adam(self.model.parameters())
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
         self.out, self.dtype = out, dtype
