@@ -144,27 +144,25 @@ class OperatorModel(nn.Module):
 
     # ---- the data's transforms -------------------------------------------------------------------
 
-    def check(self, inputs: object) -> Tensor:
+    def check(self, inputs: object, who: str = "OperatorModel") -> Tensor:
         """``inputs`` as ``(batch, *grid, in_channels)`` (a grid of one channel may drop its channel axis), or an
-        :class:`~applicative.InputError` naming what is wrong: not a float tensor, another number of axes or
-        channels, an empty batch, an axis sampled too sparsely for its layout."""
+        :class:`~applicative.InputError` naming ``who`` and what is wrong: not a float tensor, another number of axes
+        or channels, an empty batch, an axis sampled too sparsely for its layout."""
         if not isinstance(inputs, Tensor):
-            raise InputError(
-                f"OperatorModel: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}"
-            )
+            raise InputError(f"{who}: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}")
         dims, c = self.dims, self.in_channels
         x = inputs[..., None] if inputs.ndim == dims + 1 and c == 1 else inputs
         if x.ndim != dims + 2 or x.shape[-1] != c:
             want = f"(batch, {', '.join('xy'[:dims])}, {c})"
-            raise InputError(f"OperatorModel: inputs of shape {tuple(inputs.shape)}, expected {want}")
+            raise InputError(f"{who}: inputs of shape {tuple(inputs.shape)}, expected {want}")
         if not x.dtype.is_floating_point:
-            raise InputError(f"OperatorModel: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
+            raise InputError(f"{who}: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
         if x.shape[0] == 0:
-            raise InputError("OperatorModel: an empty batch of inputs; pass at least one sample")
+            raise InputError(f"{who}: an empty batch of inputs; pass at least one sample")
         for i, a in enumerate(self.axes):
             if x.shape[1 + i] < max(a.smallest(), 2):
                 p, kind = x.shape[1 + i], a.layout.name
-                raise InputError(f"OperatorModel: axis {'xy'[i]} has {p} sample(s); the {kind} layout needs more")
+                raise InputError(f"{who}: axis {'xy'[i]} has {p} sample(s); the {kind} layout needs more")
         return x
 
     def read(self, inputs: Tensor) -> tuple[Tensor, Tensor | None]:

@@ -16,10 +16,7 @@ def _check_inputs(model: OperatorModel, inputs: object) -> Tensor:
     """``inputs`` as ``(batch, *grid, C_in)``: what the model checks (:meth:`~models.OperatorModel.check`: a float
     tensor of its grid's dimensions and channels, each axis sampled often enough for its layout), finite, and
     positive where a log is taken (an :class:`InputError` naming what is wrong)."""
-    try:
-        x = model.check(inputs)
-    except InputError as e:
-        raise InputError(str(e).replace("OperatorModel:", "predict:", 1)) from None
+    x = model.check(inputs, "predict")
     if not bool(torch.isfinite(x).all()):
         raise InputError("predict: inputs hold NaN or infinite values")
     if model.log_input and bool((x <= 0).any()):
