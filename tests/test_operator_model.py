@@ -50,7 +50,7 @@ def _model(config: Config, **changes: object) -> OperatorModel:
     model = build(config.replace(**changes), SHAPE)
     model.in_shift.fill_(0.3)
     model.in_scale.fill_(1.7)
-    model.out_scale.fill_(0.5)
+    model.head.out_scale.fill_(0.5)
     return model.eval()
 
 
@@ -175,7 +175,8 @@ def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> 
     base = PRESETS["tiny"].replace(channels=1)
     one, three = _model(base), _model(base, channels=3)
     three.reader.load_state_dict(one.reader.state_dict())
-    assert three.combine is not None and one.combine is None
+    combine = three.head.combine
+    assert combine is not None and one.head.combine is None
     for name in ("x", "y"):
         a, b = getattr(one.along, name), getattr(three.along, name)
         b.load_state_dict({k: v for k, v in a.state_dict().items() if "embed" not in k}, strict=False)
@@ -190,8 +191,8 @@ def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> 
         three.collapse.bias.zero_()
         three.collapse.weight[0] = one.collapse.weight[0]
         three.collapse.bias[0] = one.collapse.bias[0]
-        three.combine.weight.copy_(torch.tensor([[1.0, 0.0, 0.0]]))
-        three.combine.bias.zero_()
+        combine.weight.copy_(torch.tensor([[1.0, 0.0, 0.0]]))
+        combine.bias.zero_()
         d = data.sample("lognormal", 2, points=base.points, refine=1)
         torch.testing.assert_close(three(_inputs(d)), one(_inputs(d)), rtol=1e-5, atol=1e-6)
 

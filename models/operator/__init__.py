@@ -3,11 +3,13 @@
 :class:`OperatorModel` is configured by its constructor's arguments (the axes, the channels in and out, the series
 lengths and sizes, the reader's :class:`Reading`), and built from small parts that can be replaced one at a time:
 the :class:`GridReader` (samples in any layout onto the model's series), :class:`AlongAxes` (a Funcformer along each
-axis) and the output series (:func:`at_grid`, :func:`at_points`, :func:`roughness`). The axes are
+axis) and the :class:`SeriesHead` (the output channels' series, the boundaries imposed); the output is evaluated
+anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measures it. The axes are
 :class:`instances.axes.Axis` values: a layout (:mod:`instances.layouts`), an extent and a boundary.
 """
 
 from ._along import AlongAxes as AlongAxes
+from ._head import SeriesHead as SeriesHead
 from ._model import OperatorModel as OperatorModel
 from ._reader import GridReader as GridReader
 from ._reader import Reading as Reading
@@ -24,6 +26,7 @@ __all__ = [
     "GridReader",
     "OperatorModel",
     "Reading",
+    "SeriesHead",
     "at_grid",
     "at_points",
     "domain_mean",

@@ -11,15 +11,17 @@ the channels in and out, and its sizes:
   layout's quadrature, so any resolution is read by the same weights.
 * **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
   functions, and a Funcformer along each axis maps them (in 2D the two outputs summed).
-* **Output.** The ``channels`` functions are mixed into the output channels (a constant function's bias, ``b T_0``);
-  each axis's boundary imposes what it imposes (``"zero"``: the factor ``1 - t²``, exactly in coefficient space,
-  two more terms). The prediction is a function: :meth:`OperatorModel.at` evaluates it anywhere.
+* **Output** (:class:`~models.operator.SeriesHead`). The ``channels`` functions are mixed into the output channels (a
+  constant function's bias, ``b T_0``); each axis's boundary imposes what it imposes (``"zero"``: the factor ``1 - t²``,
+  exactly in coefficient space, two more terms). The prediction is a function: :meth:`OperatorModel.at` evaluates it
+  anywhere.
 
 Inputs and outputs are standardised by buffers fitted on training samples (:meth:`OperatorModel.fit_scales`), which
-travel in the state dict with the weights. Two options build in what a problem's physics says, for a preset to turn
-on: ``log_input`` (read ``log`` of positive inputs spanning scales, such as a conductivity) and ``homogeneous``
-(``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d``: the reader sees ``log a`` less its mean ``m`` over the
-domain, and the output is multiplied by ``e^{d m}``; Darcy flow: ``d = -1``).
+travel in the state dict with the weights (the output's in the head, :class:`~models.operator.SeriesHead`). Two
+options build in what a problem's physics says, for a preset to turn on: ``log_input`` (read ``log`` of positive
+inputs spanning scales, such as a conductivity) and ``homogeneous`` (``u(c a) = c^d u(a)`` for ``c > 0`` with degree
+``d``: the reader sees ``log a`` less its mean ``m`` over the domain, and the output is multiplied by ``e^{d m}``;
+Darcy flow: ``d = -1``).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, InputError, Linear, Pairs, ScaledSoftmax, Structure
+from applicative import InputError, Linear, ScaledSoftmax
 from instances import Vector
 from instances.axes import Axis
 
 from ..funcformer import FuncformerConfig
 from ._along import AlongAxes
+from ._head import SeriesHead
 from ._reader import GridReader, Reading
 from ._series import at_grid, at_points, domain_mean
 
@@ -48,7 +51,8 @@ class OperatorModel(nn.Module):
 
     ``grid`` may be any resolution of the axes' layouts. :meth:`values` evaluates the series on a grid of the same
     layouts, :meth:`at` and :meth:`at_points` anywhere. The buffers ``in_shift``, ``in_scale`` ``(in_channels,)``
-    and ``out_shift``, ``out_scale`` ``(out_channels,)`` standardise inputs and outputs (:meth:`fit_scales`).
+    (and the head's ``out_shift``, ``out_scale``) standardise inputs and outputs (:meth:`fit_scales`). Its parts,
+    each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`, :attr:`head`.
 
     Args:
         axes: one :class:`~instances.axes.Axis` per grid axis (one or two).
@@ -72,8 +76,6 @@ class OperatorModel(nn.Module):
 
     in_shift: Tensor
     in_scale: Tensor
-    out_shift: Tensor
-    out_scale: Tensor
 
     def __init__(
         self,
@@ -111,31 +113,16 @@ class OperatorModel(nn.Module):
             window=window,
         )
         self.along = AlongAxes(self.domain, channels, width, hidden, config, dtype=dtype)
-        c = Vector(channels)
-        self.collapse: Linear[Vector, Vector] = Linear(Vector(width), c, dtype=dtype)
-        self.combine: Linear[Vector, Vector] | None = (
-            None if channels == 1 == out_channels else Linear(c, Vector(out_channels), dtype=dtype)
-        )
-        for name, size in (("in_shift", in_channels), ("out_shift", out_channels)):
-            self.register_buffer(name, torch.zeros(size, dtype=torch.float64))
-        for name, size in (("in_scale", in_channels), ("out_scale", out_channels)):
-            self.register_buffer(name, torch.ones(size, dtype=torch.float64))
-        target = torch.empty(0).device  # the default device (meta, when the model is only counted)
-        for i, (a, s) in enumerate(zip(self.axes, self.domain, strict=True)):
-            with torch.device("cpu"):  # a fixed map, built by value
-                imposed = a.boundary.imposition(s.size)
-            if imposed is not None:
-                self.register_buffer(f"imposed_{i}", imposed.to(dtype=dtype, device=target))
+        self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
+        boundaries = [a.boundary for a in self.axes]
+        self.head = SeriesHead(self.domain, boundaries, channels, out_channels, dtype=dtype)
+        self.register_buffer("in_shift", torch.zeros(in_channels, dtype=torch.float64))
+        self.register_buffer("in_scale", torch.ones(in_channels, dtype=torch.float64))
 
     @property
     def dims(self) -> int:
         """The grid's dimensions (one or two axes)."""
         return len(self.axes)
-
-    @property
-    def whole(self) -> Structure:
-        """The domain as one structure: the axis's series (1D) or ``Pairs(X, Y)`` (2D)."""
-        return self.domain[0] if len(self.domain) == 1 else Pairs(self.domain[0], self.domain[1])
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -187,9 +174,9 @@ class OperatorModel(nn.Module):
         self.in_shift.copy_(flat_x.mean(0))
         self.in_scale.copy_(flat_x.std(0).clamp_min(1e-12))
         fixed = any(a.boundary.vanishes for a in self.axes) or self.homogeneous != 0
-        mean = torch.zeros_like(self.out_shift) if fixed else flat_y.mean(0)
-        self.out_shift.copy_(mean)
-        self.out_scale.copy_((flat_y - mean).pow(2).mean(0).rsqrt().nan_to_num(1.0, 1.0, 1.0))
+        mean = torch.zeros_like(self.head.out_shift) if fixed else flat_y.mean(0)
+        self.head.out_shift.copy_(mean)
+        self.head.out_scale.copy_((flat_y - mean).pow(2).mean(0).rsqrt().nan_to_num(1.0, 1.0, 1.0))
 
     # ---- the network ------------------------------------------------------------------------------
 
@@ -201,20 +188,7 @@ class OperatorModel(nn.Module):
         h = self.reader(x)
         n, c, b = [s.size for s in self.domain], self.channels, x.shape[0]
         f = self.collapse(h).tensor  # (b, |domain|, c)
-        v: Tensor = self.along(f.reshape(b, *n, c))  # (b, *n, c)
-        if self.combine is not None:
-            # on the domain's structure: the bias is a constant function (b T_0), not b at every coefficient
-            v = self.combine(Field(v.reshape(b, -1, c), (self.whole, self.combine.inp))).tensor
-        v = v.reshape(b, *n, -1).movedim(-1, 1)  # (b, C_out, *n)
-        v = v / self.out_scale.to(self.dtype).reshape(-1, *([1] * len(n)))
-        for i in range(len(n)):
-            imposed: Tensor | None = getattr(self, f"imposed_{i}", None)
-            if imposed is not None:
-                v = torch.movedim(torch.tensordot(v, imposed, dims=([2 + i], [1])), -1, 2 + i)
-        # the output's mean, a constant function: the T_0 (or a_0) coefficient along every axis (zero when fixed)
-        constant = torch.zeros(v.shape[2:], dtype=v.dtype, device=v.device)
-        constant.view(-1)[0] = 1.0
-        v = v + self.out_shift.to(self.dtype).reshape(-1, *([1] * len(n))) * constant
+        v: Tensor = self.head(self.along(f.reshape(b, *n, c)))  # (b, C_out, *sizes)
         if m is not None:
             v = v * torch.exp(self.homogeneous * m).reshape(-1, *([1] * (v.ndim - 1)))
         return v
