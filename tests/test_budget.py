@@ -366,3 +366,31 @@ def test_check_finite_counts_and_locates() -> None:
     values[1, 2], values[2, 0] = np.nan, np.inf
     with pytest.raises(DataError, match=r"x: holds 2 NaN or infinite values of 12 \(the first at index \(1, 2\)\)"):
         check_finite(values, "x")
+
+
+def test_counting_on_the_meta_device_imports_no_compiler() -> None:
+    """An elementwise op on a meta tensor imports ``torch._dynamo`` (seconds, on the first ``training.load`` of a
+    process): every built-in model builds its constants by value on the CPU, so estimating each imports nothing."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from training import describe
+from training.tasks import darcy, lm, operator, poisson, tree_listops
+from training.tasks.operator.model import record
+from operators.layout import Axis
+shape = operator.Shape((Axis("nodes", boundary="zero"), Axis("periodic")), 1, 2)
+for preset in poisson.PRESETS.values():
+    poisson.SPEC.estimate(describe(preset))
+darcy.SPEC.estimate(describe(darcy.PRESETS["default"]))
+operator.SPEC.estimate(record(operator.PRESETS["default"], shape))
+for kind in ("gpt", "relu", "softplus", "triangular", "ipa", "rnn"):
+    lm.SPEC.estimate(describe(lm.PRESETS["tiny"].replace(model=kind)), {"vocab": "abcd"})
+for kind in ("tree-mean", "tree-sum", "vector", "fold"):
+    tree_listops.SPEC.estimate({**describe(tree_listops.PRESETS["tiny"]), "model": kind})
+assert "torch._dynamo" not in sys.modules, "a meta-device count imported torch._dynamo"
+"""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
