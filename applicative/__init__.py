@@ -42,7 +42,7 @@ from ._attention import (
     self_attention,
 )
 from ._data import DataStructure, Lineage, per_example, same_values, unsqueeze_batch
-from ._errors import StructureError
+from ._errors import DataError, InputError, StructureError, UserError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
 from ._inputs import clear_padding, require_finite
@@ -67,9 +67,11 @@ __all__ = [
     "Capability",
     "Causal",
     "CausalSoftmax",
+    "DataError",
     "DataStructure",
     "Field",
     "FlexSoftmax",
+    "InputError",
     "LayerNorm",
     "Lineage",
     "Linear",
@@ -91,6 +93,7 @@ __all__ = [
     "Stacked",
     "Structure",
     "StructureError",
+    "UserError",
     "Vector",
     "add",
     "attention",

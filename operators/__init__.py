@@ -2,14 +2,14 @@
 
 Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``training`` nor ``examples``):
 
-* :mod:`.layout` -- where a grid's samples sit on each axis (nodes with both ends, periodic nodes, cell
-  centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
+* :mod:`.layout` -- the checks that a file's grid fits the axes declared for it (the layouts and boundaries
+  themselves are values of :mod:`instances.layouts` and :mod:`instances.axes`, re-exported there);
 * :mod:`.burgers`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked against
   exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
 * :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache;
   :mod:`.statistics` -- what generated data look like beside the exact figures.
 * :mod:`.poisson`, :mod:`.darcy` -- the exact Poisson solver on the square (Chebyshev collocation) and its source
-  laws; the Darcy finite-difference solver, its random coefficients and grid.
+  laws; the Darcy finite-difference solver and its random coefficients.
 """
 
 from . import burgers as burgers

@@ -9,7 +9,7 @@ layout against the data's ends (:func:`~operators.layout.check_layout`). :func:`
 from a file (:mod:`operators.files`) under the keys the user names, or the first of the keys public data sets
 use (:data:`INPUT_KEYS`, :data:`OUTPUT_KEYS`).
 
-Every problem is a :class:`~operators.files.DataError`: one line naming the file, the key and the fix.
+Every problem is a :class:`~applicative.DataError`: one line naming the file, the key and the fix.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .files import DataError, contents, read
+from applicative import DataError
+
+from .files import contents, read
 from .layout import Axis, LayoutError, check_layout
 
 Channels = Literal["last", "first"]
@@ -136,7 +138,7 @@ def samples(
 
 
 def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inputs", "outputs")) -> None:
-    """Raise :class:`~operators.files.DataError` for the first assumption ``s`` breaks.
+    """Raise :class:`~applicative.DataError` for the first assumption ``s`` breaks.
 
     In order: at least one sample; equal sample counts and grids; finite values (the count and the first bad
     sample named); positive inputs if ``log_input``; each axis's layout and boundary against the samples
@@ -178,8 +180,7 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
         name = AXIS_NAMES[i]
         try:
             check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}")
-            if axis.layout == "periodic":
-                check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
+            check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
         except LayoutError as e:
             raise DataError(str(e)) from None
 

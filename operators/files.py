@@ -9,7 +9,8 @@ Formats, by suffix:
 * ``.mat``: MATLAB up to v7 (scipy's ``loadmat``; ``whosmat`` lists the shapes first). A v7.3 file is HDF5;
 * ``.h5`` / ``.hdf5`` (and v7.3 ``.mat``): HDF5, read with ``h5py`` if it is installed (``pip install h5py``).
 
-Every problem is a :class:`DataError`: one line naming the file (and key) and what to do.
+Every problem is a :class:`~applicative.DataError` (the library's one, a :class:`~applicative.UserError`): one
+line naming the file (and key) and what to do.
 """
 
 from __future__ import annotations
@@ -24,11 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from applicative import DataError
+
 SUFFIXES = (".pt", ".pth", ".npz", ".npy", ".mat", ".h5", ".hdf5")
-
-
-class DataError(ValueError):
-    """A data file that cannot be read as asked (one line: the file, the key, the problem, the fix)."""
 
 
 @dataclass(frozen=True)

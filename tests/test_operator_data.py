@@ -18,7 +18,7 @@ from numpy.polynomial import chebyshev as C
 from operators import symmetry
 from operators.dataset import from_file, samples
 from operators.files import DataError, contents, read
-from operators.layout import LAYOUTS, Axis, LayoutError, check_layout, line
+from operators.layout import FREE, LAYOUTS, PERIODIC, ZERO, Axis, LayoutError, check_layout
 
 F64 = torch.float64
 
@@ -46,7 +46,7 @@ def test_the_layouts_place_their_samples_where_the_table_says() -> None:
 def test_each_layouts_quadrature_integrates_what_it_should(layout: str) -> None:
     """Against scipy's adaptive quadrature: trapezoid O(h²), midpoint O(h²), the periodic trapezoid spectrally on a
     periodic function, Fejér and Clenshaw-Curtis exactly on polynomials of degree < P."""
-    axis = Axis(layout)  # type: ignore[arg-type]
+    axis = Axis(layout)
     p = 40
     t = axis.t(p).numpy()
     w = axis.weights(p).numpy()
@@ -64,13 +64,13 @@ def test_each_layouts_quadrature_integrates_what_it_should(layout: str) -> None:
 
 def test_a_line_is_a_structure_whose_measure_is_the_layouts_quadrature() -> None:
     for layout in LAYOUTS:
-        axis = Axis(layout)  # type: ignore[arg-type]
-        s = line(axis, 9)
+        axis = Axis(layout)
+        s = axis.line(9)
         assert s.periodic == (layout == "periodic")
         lw = s.log_measure(F64, torch.device("cpu"))
         torch.testing.assert_close(lw.exp(), axis.weights(9))
         torch.testing.assert_close(s.coordinates(F64), axis.t(9))
-        assert line(axis, 9) == s and line(axis, 10) != s  # one class per layout: equal by size
+        assert axis.line(9) == s and axis.line(10) != s  # one class per layout: equal by size
 
 
 def test_axes_refuse_contradictions() -> None:
@@ -78,13 +78,19 @@ def test_axes_refuse_contradictions() -> None:
         Axis("nodes", boundary="periodic")
     with pytest.raises(LayoutError, match=r"need finite lo < hi"):
         Axis("nodes", 1.0, 0.0)
-    assert Axis("periodic").bc == "periodic" and Axis("periodic", boundary="zero").bc == "zero"
-    assert Axis("centres").bc == "free"  # never assumed zero
+    assert Axis("periodic").boundary == PERIODIC and Axis("periodic", boundary="zero").boundary == ZERO
+    assert Axis("centres").boundary == FREE  # never assumed zero
+    with pytest.raises(LayoutError, match=r"layout 'uniform': must be one of nodes, periodic, centres"):
+        Axis("uniform")
+    for axis in (Axis("periodic", -1.0, 2.0, "zero"), Axis("lobatto"), Axis()):
+        assert Axis.from_record(axis.record()) == axis
+    with pytest.raises(LayoutError, match=r"boundary 'dirichlet': must be one of periodic, zero, free"):
+        Axis.from_record({"layout": "nodes", "lo": 0.0, "hi": 1.0, "boundary": "dirichlet"})
 
 
 def _dirichlet(p: int, layout: str) -> np.ndarray:
     """``sin(πx) sin(2πy)``-like samples vanishing at x = 0 and x = 1, at the layout's nodes along both axes."""
-    x = Axis(layout).coordinates(p).numpy()  # type: ignore[arg-type]
+    x = Axis(layout).coordinates(p).numpy()
     return (np.sin(math.pi * x)[:, None] * np.sin(2 * math.pi * x + 0.3)[None, :])[None]
 
 
@@ -197,7 +203,7 @@ def test_reflections_map_each_layouts_samples_onto_the_reflected_points() -> Non
     """``g·f = f ∘ g⁻¹`` computed by :func:`symmetry.move` equals the function sampled at the reflected points."""
     f = lambda x, y: np.exp(np.sin(2 * math.pi * x) + 0.3 * y) + x * y  # noqa: E731
     for layout, bc in (("nodes", "free"), ("centres", "zero"), ("chebyshev", "free"), ("periodic", "periodic")):
-        axis = Axis(layout, boundary=bc)  # type: ignore[arg-type]
+        axis = Axis(layout, boundary=bc)
         x = axis.coordinates(8).numpy()
         grid = torch.from_numpy(f(x[:, None], x[None, :]))[None, ..., None]  # (1, 8, 8, 1)
         which = torch.tensor([[True, True, False]])  # transpose, then reflect x

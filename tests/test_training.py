@@ -198,7 +198,7 @@ def test_divergence_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.Monke
 def test_config_change_names_each_field(tmp_path: Path) -> None:
     splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
     train.train(TINY, splits, tmp_path, progress=False, stop_after=3)
-    with pytest.raises(ConfigError, match=rf"heads: 2 -> 4; lr: {TINY.lr} -> 0.5"):
+    with pytest.raises(ConfigError, match=rf"lr: {TINY.lr} -> 0.5; heads: 2 -> 4"):
         train.train(TINY.replace(lr=0.5, heads=4), splits, tmp_path, progress=False)
 
 

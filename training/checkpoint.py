@@ -155,10 +155,11 @@ def load_checkpoint(
     """Read a run's checkpoint and check its structure; raise :class:`CheckpointError` naming ``path`` if unusable.
 
     A file larger than ``max_bytes`` (a budget: :class:`~training.budget.Budget`'s ``max_bytes``) is refused before
-    it is read. Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values),
-    ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records), ``elapsed``
-    (finite seconds); that every floating-point tensor is finite (:func:`read`); then the ``required`` keys
-    (:func:`require`). The ``meta`` is the readers' one rule, :func:`~.registry.check_meta`.
+    it is read. Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values and
+    small records of them, :func:`record_problem`), ``step`` (an integer in ``0..config["steps"]``), ``task`` (a
+    dict), ``history`` (a list of records), ``elapsed`` (finite seconds); that every floating-point tensor is
+    finite (:func:`read`); then the ``required`` keys (:func:`require`). The ``meta`` is the readers' one rule,
+    :func:`~.registry.check_meta`.
     """
     if max_bytes is not None:
         check_file_size(path, max_bytes, fix)
@@ -193,6 +194,33 @@ def check_file_size(path: Path, max_bytes: int, fix: str = FIX) -> None:
 
 
 _PLAIN = (int, float, str, bool, type(None))
+#: the most a record in a checkpoint's config may hold: nesting, entries in all, characters in a string
+RECORD_DEPTH, RECORD_ITEMS, RECORD_CHARS = 4, 4096, 4096
+
+
+def record_problem(value: object) -> str | None:
+    """What keeps ``value`` from being a record a checkpoint's config may hold, or ``None``: a plain value (number,
+    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most :data:`RECORD_DEPTH` deep,
+    :data:`RECORD_ITEMS` entries in all, strings at most :data:`RECORD_CHARS` long."""
+    count = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if count > RECORD_ITEMS:
+            return f"holds more than {RECORD_ITEMS} entries, expected a small record"
+        if isinstance(v, str) and len(v) > RECORD_CHARS:
+            return f"holds a string of {len(v)} characters, expected at most {RECORD_CHARS}"
+        if isinstance(v, _PLAIN):
+            continue
+        if not isinstance(v, list | dict):
+            return f"holds a {type(v).__name__}, expected plain values (numbers, strings, bools) or records of them"
+        if depth >= RECORD_DEPTH:
+            return f"nests deeper than {RECORD_DEPTH} levels, expected a small record"
+        if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
+            return "holds a record whose keys are not all strings"
+        stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return None
 
 
 def _structure_problem(blob: dict[str, Any]) -> str | None:
@@ -204,8 +232,11 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
     if not isinstance(config, dict):
         return f"its config is a {type(config).__name__}, expected a dict of field values"
     for k, v in config.items():
-        if not isinstance(k, str) or not isinstance(v, _PLAIN):
-            return f"config field {k!r} holds a {type(v).__name__}, expected a plain value (number, string, bool)"
+        if not isinstance(k, str):
+            return f"config field {k!r} is a {type(k).__name__}, expected a field's name (a str)"
+        problem = record_problem(v)
+        if problem is not None:
+            return f"config field {k!r} {problem}"
     if "task" in blob and not isinstance(blob["task"], dict):
         return f"its task state is a {type(blob['task']).__name__}, expected a dict (model, optimiser, ...)"
     if "step" in blob:

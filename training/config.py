@@ -22,10 +22,13 @@ import math
 import re
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Self, TypeVar, cast
 
+import torch
+
 from .errors import UserError
+from .schedule import OneCycle
 
 C = TypeVar("C")
 
@@ -274,3 +277,62 @@ def batch_within(config: Any, examples: str) -> str | None:
     if config.batch > config.train:
         return f"config fields batch={config.batch} > train={config.train}: a batch is drawn from the {examples}"
     return None
+
+
+#: the optimiser's fields and their one set of bounds (inclusive; ``lr`` and ``seed`` are bounded above by the
+#: :data:`CONVENTIONS` every config keeps): every task's config declares the ones it has with :func:`optimiser_field`,
+#: so that ``lr`` or ``clip`` means one thing with one range everywhere
+OPTIMISER_BOUNDS: dict[str, dict[str, float]] = {
+    "steps": {"min": 1, "max": MAX_STEPS},
+    "batch": {"min": 1, "max": MAX_BATCH},
+    "lr": {"min": 1e-12},
+    "beta2": {"min": 0.0, "max": 0.999999},
+    "weight_decay": {"min": 0.0, "max": 10.0},
+    "warmup": {"min": 0.0, "max": 1.0},
+    "clip": {"min": 0.0, "max": 1e6},
+    "eval_every": {"min": 1, "max": MAX_STEPS},
+    "checkpoint_every": {"min": 1, "max": MAX_STEPS},
+    "seed": {"min": 0},
+}
+
+
+def optimiser_field(name: str, default: Any) -> Any:
+    """A config field of the optimiser's (:data:`OPTIMISER_BOUNDS`) with ``default``: its bounds are the shared ones."""
+    return dataclasses.field(default=default, metadata=dict(OPTIMISER_BOUNDS[name]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimiser(Checked):
+    """How a run is optimised: Adam on a one-cycle schedule, shared by the configs that train that way (a task's
+    config subclasses it and restates a default with :func:`optimiser_field`).
+
+    Attributes:
+        steps, batch: optimisation steps and samples per step.
+        lr: Adam's peak rate on the one-cycle schedule (warm-up, then cosine annealing).
+        beta2: Adam's second-moment decay (torch's 0.999; a smaller one forgets a spike's gradients sooner).
+        weight_decay: Adam's (L2) weight decay.
+        warmup: the fraction of the steps the rate rises over.
+        clip: the largest gradient norm a step may take (``0``: no clipping).
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
+        seed: seeds the initialisation and the batch order (and a task's data, where it generates them).
+    """
+
+    steps: int = optimiser_field("steps", 2000)
+    batch: int = optimiser_field("batch", 32)
+    lr: float = optimiser_field("lr", 1e-3)
+    beta2: float = optimiser_field("beta2", 0.999)
+    weight_decay: float = optimiser_field("weight_decay", 0.0)
+    warmup: float = optimiser_field("warmup", 0.1)
+    clip: float = optimiser_field("clip", 1.0)
+    eval_every: int = optimiser_field("eval_every", 250)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 250)
+    seed: int = optimiser_field("seed", 0)
+
+    def adam(self, parameters: Iterable[torch.nn.Parameter]) -> tuple[torch.optim.Adam, OneCycle]:
+        """Adam (``betas = (0.9, beta2)``, ``weight_decay``) on ``parameters`` and its one-cycle schedule over
+        ``steps`` (peak ``lr``, ``warmup`` the rising fraction): ``(optimiser, schedule)``."""
+        optimiser = torch.optim.Adam(parameters, lr=self.lr, betas=(0.9, self.beta2), weight_decay=self.weight_decay)
+        return optimiser, OneCycle(optimiser, self.lr, self.steps, self.warmup)
+
+
+document_bounds(Optimiser)

@@ -2,7 +2,7 @@
 
 :func:`program` makes the parser: ``--preset``, ``--config FIELD=VALUE`` (repeatable), ``--steps N``,
 ``--out DIR``, ``--device``, ``--threads``, ``--memory GIB``, ``--no-progress``, ``--restart``; a program adds its
-own options to it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.budget`` after :func:`parse`): a
+own options to it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.memory`` after :func:`parse`): a
 model whose config would take more is refused before anything is built.
 :class:`Shared` carries the shared options (out, device, threads, progress, memory) from a parsed command line into
 a task's ``program`` module, which does the work; the program prints what it returns.
@@ -65,7 +65,7 @@ class Shared:
     @classmethod
     def of(cls, a: argparse.Namespace, program: str) -> Shared:
         """The shared options of a :func:`program` parser's parsed namespace ``a``."""
-        return cls(program, a.out, a.device, a.threads, not a.no_progress, a.budget, a.restart)
+        return cls(program, a.out, a.device, a.threads, not a.no_progress, a.memory, a.restart)
 
     def fit(self, ranks: Ranks = SINGLE) -> FitOptions:
         """What :func:`training.fit` takes of them (``progress``, ``threads``, ``budget``, ``restart``), and the
@@ -151,7 +151,7 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Any, argp
     if not isinstance(a.device, str) or not a.device.strip():
         raise UserError("argument --device: empty; name a device: cpu, cuda or cuda:N")
     device_of(a.device)  # exists on this machine: checked before any work
-    a.budget = Budget.memory(a.memory)
+    a.memory = Budget.memory(a.memory)
     return override(presets[a.preset], items), a
 
 

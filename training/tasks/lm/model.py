@@ -37,9 +37,9 @@ from applicative import (
 )
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
 from training import InputError, inputs, registry
+from training.budget import layer_activations
 
 from .config import Config, ModelKind
-from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
 #: the most characters a vocabulary may hold (a script's, not the whole of Unicode: each is a row of two matrices)
@@ -111,7 +111,7 @@ class CharLM(nn.Module):
                 for _ in range(config.depth)
             ]
         self.body: Transformer[Vector, Vector] = Transformer(v, d, layers)
-        self.position = nn.Parameter(0.02 * torch.randn(config.context, self.size))
+        self.position = nn.Parameter(torch.randn(config.context, self.size).mul_(0.02))
 
     def forward(self, tokens: Tensor) -> Tensor:
         """Logits ``(batch, T, vocab)`` for ids ``(batch, T)`` (or ``(T,)``), ``1 <= T <= context``.
@@ -197,14 +197,22 @@ def _build(blob: dict[str, Any]) -> CharLM:
     return CharLM(Config(**blob["config"]), _vocab(blob["task"]))
 
 
+def activations(fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+    """Values one training sequence keeps for the backward pass (an estimate): the layers over its ``context``
+    positions, and the logits over the vocabulary (the checkpoint's task state)."""
+    c = Config(**fields)
+    t = c.context
+    return c.depth * layer_activations(1, t, c.width, c.hidden, c.heads) + 2 * t * len(_vocab(state))
+
+
 #: the character-level language models as :func:`training.load` knows them
 SPEC = registry.TaskSpec(
     "lm",
-    1,
+    2,  # 2: the warm-up counted in steps is the config field warmup_steps
     CharLM,
     _build,
     "examples.lm",
     "a language model",
     config=lambda fields: Config(**fields),
-    cost=lambda fields, state: cost(fields, len(_vocab(state))),
+    activations=activations,
 )

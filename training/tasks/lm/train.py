@@ -27,12 +27,12 @@ LN2 = math.log(2.0)
 
 
 def schedule(config: Config) -> Callable[[int], float]:
-    """The learning-rate multiplier: linear warm-up over ``warmup`` steps, then cosine decay to 10%."""
+    """The learning-rate multiplier: linear warm-up over ``warmup_steps`` steps, then cosine decay to 10%."""
 
     def f(step: int) -> float:
-        if step < config.warmup:
-            return (step + 1) / config.warmup
-        frac = min(1.0, (step - config.warmup) / max(1, config.steps - config.warmup))
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        frac = min(1.0, (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps))
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
 
     return f

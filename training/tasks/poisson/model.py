@@ -13,32 +13,26 @@ predicted solution ``g`` (``Δg = f``, ``g = 0`` on the boundary) on any grid::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
 from instances import Chebyshev, CoefficientSoftmax, Vector
+from instances.axes import X, Y
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
 from operators.poisson.norms import l2_norm_sq, pad
+from operators.poisson.sources import DEGREE
 from training import Budget, InputError, inputs, registry
-from training.budget import size
+from training.budget import layer_activations, size
 
 from .config import Config
-from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
-
-
-class X(Chebyshev):
-    """The first argument of the source and solution: the Transformer's sequence."""
-
-
-class Y(Chebyshev):
-    """The second argument: the Transformer's features."""
 
 
 def _normalise(config: Config, key_size: int) -> Normalise:
@@ -144,6 +138,26 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonMode
     return model
 
 
+def activations(fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+    """Values one training sample keeps for the backward pass (an estimate): the Funcformer's layers over its
+    sequence (``x``: ``m`` positions, features ``m`` functions' coefficients; ``xy``: ``m²`` positions, one feature),
+    twice with ``odd`` (the sample and its negative)."""
+    c = Config(**fields)
+    m = c.domain_modes or c.modes
+    sequence, features = (m * m, 1) if c.sequence == "xy" else (m, m)
+    one = c.depth * layer_activations(1, sequence, c.width, c.hidden, c.heads) + 4 * sequence * features
+    return one * (2 if c.odd else 1)
+
+
+def data_bytes(fields: Mapping[str, Any]) -> int:
+    """The data a training run holds: the splits' sources and solutions (train, held-out and out-of-distribution),
+    and the solver's response matrix ``modes² x out_modes²`` with its unit sources at degree ``DEGREE`` (float64)."""
+    c = Config(**fields)
+    n, out = c.modes, c.out_modes or c.modes
+    examples = c.n_train + 2 * c.n_test
+    return 8 * examples * (n * n + out * out) + 8 * n * n * (n * n + out * out + 2 * DEGREE * DEGREE)
+
+
 #: the Poisson operator as :func:`training.load` knows it
 SPEC = registry.TaskSpec(
     "poisson",
@@ -153,7 +167,8 @@ SPEC = registry.TaskSpec(
     "examples.poisson",
     "a Poisson model",
     config=lambda fields: Config(**fields),
-    cost=lambda fields, state: cost(fields),
+    activations=activations,
+    data=data_bytes,
 )
 
 

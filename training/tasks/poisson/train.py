@@ -20,7 +20,6 @@ from operators.poisson import norms, sources
 from training import SINGLE, InputError, Ranks, Trained, check_batch, fit_config, inputs
 from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
-from training.schedule import OneCycle
 from training.speed import autocast, check_amp, compiled
 
 from .config import Config
@@ -85,8 +84,7 @@ class PoissonTask(Optimised):
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.net = compiled(net, compile)
-        self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.schedule = OneCycle(self.optimiser, config.lr, config.steps, config.warmup)
+        self.optimiser, self.schedule = config.adam(self.model.parameters())
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
         self.out, self.dtype = out, dtype

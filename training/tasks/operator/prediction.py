@@ -8,38 +8,23 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from models.operator import OperatorModel
 from operators.layout import Axis
 from training.budget import Budget, size
 from training.errors import InputError
-
-from .model import OperatorModel
 
 #: output cells (points, or points of a tensor grid) evaluated at a time: what one evaluation holds is bounded
 CELLS = 1 << 18
 
 
 def _check_inputs(model: OperatorModel, inputs: object) -> Tensor:
-    """``inputs`` as ``(batch, *grid, C_in)``: a float tensor of the model's grid dimensions, finite, positive where
-    a log is taken, each axis sampled often enough for its layout (an :class:`InputError` naming what is wrong)."""
-    if not isinstance(inputs, Tensor):
-        raise InputError(f"predict: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}")
-    shape, dims = model.shape, model.shape.dims
-    x = inputs[..., None] if inputs.ndim == dims + 1 and shape.c_in == 1 else inputs
-    if x.ndim != dims + 2 or x.shape[-1] != shape.c_in:
-        want = f"(batch, {', '.join('xy'[:dims])}, {shape.c_in})"
-        raise InputError(f"predict: inputs of shape {tuple(inputs.shape)}, expected {want}")
-    if not x.dtype.is_floating_point:
-        raise InputError(f"predict: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
-    if x.shape[0] == 0:
-        raise InputError("predict: an empty batch of inputs; pass at least one sample")
-    for i, a in enumerate(shape.axes):
-        if x.shape[1 + i] < max(a.smallest(), 2):
-            raise InputError(
-                f"predict: axis {'xy'[i]} has {x.shape[1 + i]} sample(s); the {a.layout} layout needs more"
-            )
+    """``inputs`` as ``(batch, *grid, C_in)``: what the model checks (:meth:`~models.OperatorModel.check`: a float
+    tensor of its grid's dimensions and channels, each axis sampled often enough for its layout), finite, and
+    positive where a log is taken (an :class:`InputError` naming what is wrong)."""
+    x = model.check(inputs, "predict")
     if not bool(torch.isfinite(x).all()):
         raise InputError("predict: inputs hold NaN or infinite values")
-    if model.config.log_input and bool((x <= 0).any()):
+    if model.log_input and bool((x <= 0).any()):
         raise InputError("predict: the model reads log inputs, and some inputs are <= 0")
     return x
 
@@ -81,23 +66,23 @@ def predict(
         raise InputError(f"predict: budget must be a training.Budget (e.g. Budget.memory(16)), got {budget!r:.60}")
     x = _check_inputs(model, inputs)
     device = next(iter(model.parameters())).device
-    axes, dims = model.shape.axes, model.shape.dims
+    axes, dims = model.axes, model.dims
     where: Callable[[Tensor], Tensor]
     if at is None:
         grid = tuple(x.shape[1:-1])
-        _check_size(len(x), math.prod(grid), model.shape.c_out, budget)
+        _check_size(len(x), math.prod(grid), model.out_channels, budget)
         where = lambda c: model.values(c, grid)  # noqa: E731
     elif isinstance(at, Tensor):
         if at.ndim != 2 or at.shape[1] != dims:
             raise InputError(f"predict: at= points of shape {tuple(at.shape)}, expected (M, {dims})")
-        _check_size(len(x), at.shape[0], model.shape.c_out, budget)
+        _check_size(len(x), at.shape[0], model.out_channels, budget)
         pts = torch.stack([_model_t(axes[i], at[:, i], f"at[:, {i}]") for i in range(dims)], -1)
         where = lambda c: _pieces(lambda p: model.at_points(c, p.to(c)), pts, CELLS)  # noqa: E731
     else:
         coords = list(at)
         if len(coords) != dims or not all(isinstance(c, Tensor) and c.ndim == 1 for c in coords):
             raise InputError(f"predict: at= needs {dims} one-dimensional tensor(s) of coordinates, one per axis")
-        _check_size(len(x), math.prod(len(c) for c in coords), model.shape.c_out, budget)
+        _check_size(len(x), math.prod(len(c) for c in coords), model.out_channels, budget)
         ts = [_model_t(axes[i], coords[i], f"at[{i}]") for i in range(dims)]
         rows = max(1, CELLS // math.prod(len(t) for t in ts[1:]))  # the first axis in pieces: each a slab of cells
         where = lambda c: _pieces(lambda t0: model.at(c, [t.to(c) for t in (t0, *ts[1:])]), ts[0], rows)  # noqa: E731
