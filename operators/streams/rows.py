@@ -1,0 +1,391 @@
+"""One array of a file, read a few samples (rows along its first axis) at a time: :func:`open_rows`.
+
+A :class:`Rows` knows its shape and dtype from the file's header and reads the rows asked for, in the file's own
+dtype, into a tensor ``(len(index), *row)``; nothing else of the file is held in memory. By format:
+
+* ``.npy``, an ``.npz`` member stored without compression (``np.savez``), a ``.pt`` file's tensor (``torch.save``:
+  its storages are stored, not compressed): the values are a C-ordered block at a known offset of the file, and a
+  row is read by a positioned read (:class:`FlatRows`). A read is not a memory map: the pages a map touches count
+  as the process's resident memory until the map is dropped, and a pass over a file larger than memory would
+  fill it; a read leaves them to the kernel's page cache, which yields them to anything that needs the memory;
+* HDF5 (``.h5``, ``.hdf5``, MATLAB v7.3 ``.mat``): through ``h5py``, consecutive rows as one hyperslab, the chunk
+  cache sized from the memory budget (:class:`HDF5Rows`);
+* what cannot be read by rows -- an ``.npz`` member compressed by ``np.savez_compressed``, a MATLAB v5 ``.mat``,
+  an ``.npy`` in Fortran order, a ``.pt`` of the old (non-zip) format -- is read whole when it fits the memory
+  budget (:class:`MemoryRows`), and refused in one line saying how to store it otherwise.
+
+A file handle is opened on first use in each process, and opened again in a process forked from it (a data
+loader's worker), so that workers never share one file position. Every problem is a
+:class:`~operators.files.DataError`: the file, the key, what is wrong and the fix.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import struct
+import sys
+import weakref
+import zipfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from operators import files
+from operators.files import DataError
+
+#: bytes of the chunk cache an HDF5 reader keeps at most (a chunk larger than this is read through)
+HDF5_CACHE = 64 * 2**20
+
+
+class Rows(ABC):
+    """An array ``(N, *row)`` of one file read by rows (its first axis counts samples)."""
+
+    #: the file and key, for messages (``"train.npz, key 'x'"``)
+    where: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+    @abstractmethod
+    def read(self, index: np.ndarray) -> Tensor:
+        """The rows ``index`` (any order, repeats allowed) in the file's dtype: ``(len(index), *row)``."""
+
+    @property
+    def block(self) -> int:
+        """Rows that the file stores together (an HDF5 chunk's extent along the samples); a pass reads multiples."""
+        return 1
+
+    @property
+    def resident(self) -> int:
+        """Bytes this reader holds in memory besides the rows it returns (a whole array, a chunk cache)."""
+        return 0
+
+    _handle: Any = None
+    _pid: int | None = None
+    _closer: weakref.finalize | None = None  # type: ignore[type-arg]
+
+    def _connect(self) -> Any:
+        """Open the file (a reader of one)."""
+        raise NotImplementedError(f"{type(self).__name__} reads no file")
+
+    def _file(self) -> Any:
+        """The file, open in this process: opened on first use, and again in a process forked from the one that
+        opened it (whose handle, a copy, is closed here: the two never share a file position)."""
+        if self._handle is None or self._pid != os.getpid():
+            self.release()
+            self._handle, self._pid = self._connect(), os.getpid()
+            self._closer = weakref.finalize(self, self._handle.close)
+        return self._handle
+
+    def release(self) -> None:
+        """Close the file in this process (it opens again on the next read)."""
+        if self._closer is not None:
+            self._closer()
+        self._handle = self._pid = self._closer = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row in the file's dtype."""
+        return math.prod(self.shape[1:]) * self.dtype.itemsize
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A reader sent to another process travels without its open file."""
+        state = dict(self.__dict__)
+        state["_handle"] = state["_pid"] = state["_closer"] = None
+        return state
+
+
+def mib(n: int) -> str:
+    """Bytes in MiB, three figures: ``0.0477 MiB``, ``512 MiB``, ``3.4e+04 MiB``."""
+    return f"{n / 2**20:.3g} MiB"
+
+
+def runs(index: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """``(position, first, count)`` for each run of consecutive values of sorted ``index``: the rows
+    ``first .. first + count - 1`` land at ``position ..`` of the output."""
+    if len(index) == 0:
+        return
+    breaks = np.flatnonzero(np.diff(index) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(index)]))
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        yield s, int(index[s]), e - s
+
+
+def _sorted(index: np.ndarray, shape: tuple[int, ...], where: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``index`` sorted and the order that sorts it (``None``: already sorted); rows outside the array refused."""
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    if len(index) and (int(index.min()) < 0 or int(index.max()) >= shape[0]):
+        raise IndexError(f"{where}: rows {int(index.min())}..{int(index.max())} asked of {shape[0]}")
+    if len(index) < 2 or bool((np.diff(index) >= 0).all()):
+        return index, None
+    order = np.argsort(index, kind="stable")
+    return index[order], order
+
+
+def _unsorted(values: Tensor, order: np.ndarray | None) -> Tensor:
+    if order is None:
+        return values
+    out = torch.empty_like(values)
+    out[torch.from_numpy(order)] = values
+    return out
+
+
+def torch_dtype(dtype: np.dtype[Any] | torch.dtype, where: str) -> torch.dtype:
+    """The tensor dtype of a file's values: real floats or integers, else a :class:`DataError` (one line)."""
+    if isinstance(dtype, torch.dtype):
+        t = dtype
+    else:
+        try:
+            t = torch.from_numpy(np.empty(0, dtype=dtype.newbyteorder("="))).dtype
+        except TypeError:
+            t = torch.bool  # refused below
+    if t == torch.bool or t.is_complex:
+        raise DataError(f"{where}: values of dtype {dtype}, expected real numbers; convert them")
+    return t
+
+
+class FlatRows(Rows):
+    """Rows of a C-ordered block of values at byte ``offset`` of a file, read by positioned reads."""
+
+    def __init__(
+        self,
+        path: Path,
+        offset: int,
+        shape: tuple[int, ...],
+        dtype: np.dtype[Any],
+        where: str,
+        tensor_dtype: torch.dtype | None = None,
+    ) -> None:
+        self.path, self.offset, self.shape, self.where = path, offset, shape, where
+        self.file_dtype = dtype  # a torch-only dtype (bfloat16) is read as unsigned integers of its size
+        self.dtype = tensor_dtype if tensor_dtype is not None else torch_dtype(dtype, where)
+        end = offset + math.prod(shape) * dtype.itemsize
+        size = path.stat().st_size
+        if size < end:
+            raise DataError(
+                f"{where}: declares shape {shape} of {dtype} ({end - offset:,} bytes) but the file ends "
+                f"{end - size:,} bytes short: it is truncated; write it again"
+            )
+
+    def _connect(self) -> io.FileIO:
+        return io.FileIO(self.path, "r")
+
+    def read(self, index: np.ndarray) -> Tensor:
+        index, order = _sorted(index, self.shape, self.where)
+        out = np.empty((len(index), *self.shape[1:]), dtype=self.file_dtype)
+        flat = out.reshape(len(index), -1).view(np.uint8)  # (n, row_bytes)
+        f, row = self._file(), self.row_bytes
+        for position, first, count in runs(index):
+            f.seek(self.offset + first * row)
+            view = flat[position : position + count].data.cast("B")
+            done = 0
+            while done < len(view):
+                got = f.readinto(view[done:])
+                if not got:
+                    raise DataError(f"{self.where}: the file ended while reading row {first}; it is truncated")
+                done += got
+        if not self.file_dtype.isnative:
+            out = out.astype(self.file_dtype.newbyteorder("="))
+        values = torch.from_numpy(out)
+        return _unsorted(values if values.dtype == self.dtype else values.view(self.dtype), order)
+
+
+class MemoryRows(Rows):
+    """An array read whole into memory (a format that cannot be read by rows, within the budget)."""
+
+    def __init__(self, values: Tensor, where: str) -> None:
+        self.values, self.where = values, where
+        self.shape, self.dtype = tuple(values.shape), values.dtype
+
+    def read(self, index: np.ndarray) -> Tensor:
+        index, order = _sorted(index, self.shape, self.where)
+        return _unsorted(self.values[torch.from_numpy(index)], order)
+
+    @property
+    def resident(self) -> int:
+        return self.values.numel() * self.values.element_size()
+
+
+class HDF5Rows(Rows):
+    """Rows of an HDF5 dataset: each run of consecutive rows one hyperslab; MATLAB v7.3 arrays (stored with their
+    axes reversed) read back in MATLAB's order."""
+
+    def __init__(self, path: Path, key: str, matlab: bool, cache: int, where: str) -> None:
+        self.path, self.key, self.matlab, self.where = path, key, matlab, where
+        self.cache = 2**20
+        ds = self._dataset()
+        stored = tuple(int(n) for n in ds.shape)
+        self.shape = tuple(reversed(stored)) if matlab else stored
+        self.dtype = torch_dtype(ds.dtype, where)
+        chunks = ds.chunks
+        self._block = int(chunks[-1] if matlab else chunks[0]) if chunks else 1
+        chunk_bytes = math.prod(chunks) * ds.dtype.itemsize if chunks else 0
+        self.cache = min(cache, HDF5_CACHE) if chunk_bytes <= cache else 0
+        self.release()
+
+    def _connect(self) -> Any:
+        import h5py
+
+        return h5py.File(self.path, "r", rdcc_nbytes=max(self.cache, 1), rdcc_nslots=10007)
+
+    def _dataset(self) -> Any:
+        return self._file()[self.key]
+
+    @property
+    def block(self) -> int:
+        return self._block
+
+    @property
+    def resident(self) -> int:
+        return self.cache
+
+    def read(self, index: np.ndarray) -> Tensor:
+        index, order = _sorted(index, self.shape, self.where)
+        ds = self._dataset()
+        parts = []
+        for _, first, count in runs(index):
+            part = np.asarray(ds[..., first : first + count].T if self.matlab else ds[first : first + count])
+            parts.append(part if part.dtype.isnative else part.astype(part.dtype.newbyteorder("=")))
+        if not parts:
+            return torch.empty((0, *self.shape[1:]), dtype=self.dtype)
+        values = torch.from_numpy(np.ascontiguousarray(np.concatenate(parts)))
+        return _unsorted(values, order)
+
+
+# ---- opening: the format decides the reader -----------------------------------------------------------------
+
+
+def kind(path: Path) -> str:
+    """The file's format: ``"torch"``, ``"npz"``, ``"npy"``, ``"mat5"`` (MATLAB up to v7) or ``"hdf5"`` (with
+    MATLAB v7.3), from its suffix and, for ``.mat``, its header (:mod:`operators.files`' rules)."""
+    suffix = files._suffix(path)
+    if suffix in (".pt", ".pth"):
+        return "torch"
+    if suffix in (".npz", ".npy"):
+        return suffix[1:]
+    if suffix == ".mat" and not files._is_hdf5(path):
+        return "mat5"
+    return "hdf5"
+
+
+def open_rows(path: str | Path, key: str, memory: int) -> Rows:
+    """A reader of array ``key`` of ``path``, holding at most ``memory`` bytes resident.
+
+    The file passes :func:`operators.files.contents`'s checks first (the key there, a file that reads). An array
+    that cannot be read by rows is read whole if it fits ``memory``, else refused (:class:`DataError`).
+    """
+    p = Path(path)
+    found = files.contents(p)
+    if key not in found:
+        raise DataError(f"{p}: no key {key!r}; the file holds {', '.join(sorted(found)) or 'nothing'}")
+    where = f"{p}, key {key!r}"
+    if len(found[key].shape) < 1:
+        raise DataError(f"{where}: a single number, not samples; the first axis counts samples")
+    k = kind(p)
+    if k == "hdf5":
+        return HDF5Rows(p, key, p.suffix.lower() == ".mat", memory // 4, where)
+    flat = _flat(p, key, k, where)
+    if flat is not None:
+        return flat
+    return _whole(p, key, k, found[key], memory, where)
+
+
+def _whole(p: Path, key: str, k: str, info: files.ArrayInfo, memory: int, where: str) -> MemoryRows:
+    why = {
+        "npz": "is compressed (np.savez_compressed), so its rows cannot be read alone",
+        "npy": "is stored in Fortran order, so a sample's values are spread over the file",
+        "torch": "is a tensor whose rows are not stored one after another (or a .pt of the old, non-zip format)",
+        "mat5": "is a MATLAB v5 file, which is read whole",
+    }[k]
+    fix = {
+        "npz": "save it with np.savez (uncompressed), or as .npy or HDF5",
+        "npy": "save np.ascontiguousarray(a)",
+        "torch": "save t.contiguous() with torch.save's default format",
+        "mat5": "save it with -v7.3 (HDF5) in MATLAB, or as .npy",
+    }[k]
+    if info.nbytes > memory:
+        raise DataError(
+            f"{where}: {why}; it takes {mib(info.nbytes)}, over the memory budget of {mib(memory)}; {fix} to "
+            "stream it, or raise the memory budget"
+        )
+    values = files.read(p, [key])[key]
+    return MemoryRows(torch.from_numpy(np.ascontiguousarray(values)), where)
+
+
+def _flat(p: Path, key: str, k: str, where: str) -> FlatRows | None:
+    """A positioned reader when the values lie in the file as one C-ordered block, else ``None``."""
+    if k == "npy":
+        return _npy_at(p, 0, where)
+    if k == "npz":
+        with zipfile.ZipFile(p) as z:
+            info = z.getinfo(key + ".npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+        return _npy_at(p, _member_data(p, info), where)
+    if k == "torch":
+        return _torch_at(p, key, where)
+    return None
+
+
+def _member_data(p: Path, info: zipfile.ZipInfo) -> int:
+    """Where a zip member's bytes begin: after its local header (whose extra field may differ from the central
+    directory's)."""
+    with p.open("rb") as f:
+        f.seek(info.header_offset)
+        head = f.read(30)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise DataError(f"{p}: member {info.filename!r} has no local header where the archive says; check the file")
+    name, extra = struct.unpack("<HH", head[26:30])
+    return int(info.header_offset + 30 + name + extra)
+
+
+def _npy_at(p: Path, offset: int, where: str) -> FlatRows | None:
+    with p.open("rb") as f:
+        f.seek(offset)
+        try:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+        except ValueError as e:
+            raise DataError(f"{where}: cannot read its array header ({files._first(e)}); check the file") from None
+        start = f.tell()
+    if fortran and len(shape) > 1:
+        return None
+    if dtype.hasobject or dtype.fields is not None:
+        raise DataError(f"{where}: values of dtype {dtype}, expected real numbers; save plain numeric arrays")
+    return FlatRows(p, start, tuple(int(n) for n in shape), dtype, where)
+
+
+def _torch_at(p: Path, key: str, where: str) -> FlatRows | None:
+    """A ``.pt`` tensor's rows in the file: the storage's offset from a load onto the meta device (which reads
+    only the archive's index), the tensor's view of it C-ordered."""
+    try:
+        t = torch.load(p, map_location="meta", weights_only=True)[key]
+    except RuntimeError:  # the old, non-zip serialisation: nothing to read by rows
+        return None
+    dtype = torch_dtype(t.dtype, where)
+    start = getattr(t.untyped_storage(), "_checkpoint_offset", None)  # where torch's own reader would map it
+    if not isinstance(start, int) or not t.is_contiguous() or _byteorder(p) != sys.byteorder:
+        return None
+    itemsize = t.element_size()
+    try:
+        raw = torch.empty(0, dtype=dtype).numpy().dtype
+    except TypeError:  # bfloat16 and the float8 kinds: numpy has no such dtype
+        raw = np.dtype(f"u{itemsize}")
+    return FlatRows(p, start + t.storage_offset() * itemsize, tuple(t.shape), raw, where, dtype)
+
+
+def _byteorder(p: Path) -> str:
+    with zipfile.ZipFile(p) as z:
+        names = [n for n in z.namelist() if n.endswith("/byteorder")]
+        return z.read(names[0]).decode().strip() if names else "little"
