@@ -14,8 +14,9 @@ keeps room for. One-time setup before the first step is not counted: reading the
 pass, building the model; nor is what follows the run (its report, a peer trained after it, which gets a clock of
 its own for the same budget: :meth:`Clock.fresh`).
 
-**Resuming.** A checkpoint records the training time spent (the loop's ``elapsed``); a resumed run starts its clock
-there (:meth:`Clock.start`), so its progress, its schedule and its deadline continue. Because the steps depend on
+**Resuming.** A checkpoint records the clock (:meth:`Clock.state_dict`: the training time spent, which is the
+loop's ``elapsed``, and the last steps' durations); a resumed run continues it (:meth:`Clock.load_state_dict`), so
+its progress, its schedule and its deadline continue. Because the steps depend on
 time, a resumed run is not bit-identical to an uninterrupted one, as no timed run is twice the same.
 
 **Several processes.** Every rank must take the same learning rate and stop at the same step, so a reading is
@@ -108,6 +109,19 @@ class Clock:
         """Seconds left to the deadline (``0`` past it)."""
         return max(self.seconds - self.spent, 0.0)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the clock (plain data): the budget, the seconds spent, the last steps'
+        durations and the room kept for the end."""
+        return {"seconds": self.seconds, "spent": self.spent, "steps": list(self.steps), "reserve": self.reserve}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue a checkpoint's clock: its time spent, step durations and room for the end (the budget is the
+        run's config, compared on resume: not restored here), counting from now."""
+        self.steps.clear()
+        self.steps.extend(float(d) for d in state["steps"])
+        self.reserve = float(state["reserve"])
+        self.start(float(state["spent"]))
+
 
 def agreed(ranks: Ranks, device: torch.device) -> Callable[[float], float]:
     """A reading made the same on every rank: the largest of theirs (the reading itself on one process)."""
@@ -125,8 +139,9 @@ def agreed(ranks: Ranks, device: torch.device) -> Callable[[float], float]:
 class ClockSchedule(LRScheduler):
     """Learning rates that follow a :class:`Clock`: each group's peak rate times ``rate(progress)``.
 
-    ``rate`` maps progress in ``[0, 1]`` to a multiplier (the one-cycle policy's, say). The schedule's state is
-    plain data (its step count and last rates); the progress is the clock's, which a checkpoint's ``elapsed``
+    ``rate`` maps progress in ``[0, 1]`` to a multiplier (the one-cycle policy's, say). The schedule steps with the
+    optimiser, before the loop reads the clock, so a step's rate follows the progress at the last reading, one step
+    behind. The schedule's state is plain data (its step count and last rates); the progress is the clock's, which a checkpoint's ``elapsed``
     restores.
     """
 
