@@ -141,8 +141,8 @@ class ClockSchedule(LRScheduler):
 
     ``rate`` maps progress in ``[0, 1]`` to a multiplier (the one-cycle policy's, say). The schedule steps with the
     optimiser, before the loop reads the clock, so a step's rate follows the progress at the last reading, one step
-    behind. The schedule's state is plain data (its step count and last rates); the progress is the clock's, which a checkpoint's ``elapsed``
-    restores.
+    behind. The schedule's state is plain data (its step count and last rates); the progress is the clock's, which
+    a checkpoint restores (:meth:`Clock.load_state_dict`).
     """
 
     def __init__(self, optimiser: torch.optim.Optimizer, clock: Clock, rate: Callable[[float], float]) -> None:
