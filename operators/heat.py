@@ -5,13 +5,12 @@ block at a time.
 sampled there is a trigonometric polynomial: its discrete Fourier coefficients ``û_k`` at wave numbers ``k`` with
 ``|k_j| ≤ P / 2``, and the solution at time ``t`` is exact, mode by mode,
 
-.. code-block:: text
+.. math:: \hat u_k(t) = \hat u_k(0)\, e^{-4\pi^2 \nu |k|^2 t}
 
-    û_k(t) = û_k(0) · exp(-4π² ν |k|² t)
-
-(the Nyquist mode of an even ``P`` taken as the cosine it is on the grid). The initial functions are random:
-``û_k(0) = ξ_k (1 + |k|²)^(-α/2)`` with ``ξ_k`` standard complex normal, seeded per block (:func:`block`), so
-that a file of any size is written a block at a time and the same seed writes the same file.
+(the Nyquist mode of an even ``P`` taken as the cosine it is on the grid: :func:`evolve`). The initial functions
+are random: ``û_k(0) = ξ_k (1 + |k|²)^(-α/2)`` for ``|k_j| ≤ P / 4`` (zero above), ``ξ_k`` standard complex normal,
+seeded per block (:func:`field`), so that a file of any size is written a block at a time (:func:`write`) and the
+same seed writes the same file.
 """
 
 from __future__ import annotations

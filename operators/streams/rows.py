@@ -232,8 +232,8 @@ class HDF5Rows(Rows):
         self.dtype = torch_dtype(ds.dtype, where)
         chunks = ds.chunks
         self._block = int(chunks[-1] if matlab else chunks[0]) if chunks else 1
-        chunk_bytes = math.prod(chunks) * ds.dtype.itemsize if chunks else 0
-        self.cache = min(cache, HDF5_CACHE) if chunk_bytes <= cache else 0
+        self.chunk_bytes = math.prod(chunks) * ds.dtype.itemsize if chunks else 0
+        self.cache = min(cache, HDF5_CACHE) if self.chunk_bytes <= cache else 0  # 0: each read decompresses its chunk
         self.release()
 
     def _connect(self) -> Any:
@@ -250,7 +250,7 @@ class HDF5Rows(Rows):
 
     @property
     def resident(self) -> int:
-        return self.cache
+        return max(self.cache, self.chunk_bytes)  # a read holds at least the chunk it decompresses
 
     def read(self, index: np.ndarray) -> Tensor:
         index, order = _sorted(index, self.shape, self.where)

@@ -7,18 +7,18 @@ In float64:
 
 * **moments per channel** (:class:`Moments`) of the inputs (after ``log`` where the model reads it, or any
   ``transform``) and of the outputs: the count ``n``, the mean ``μ`` and ``M₂ = Σ (v - μ)²``, a block's by two
-  passes over it and two merged by Chan, Golub and LeVeque's rule
-
-  .. code-block:: text
-
-      n = n_a + n_b,   δ = μ_b - μ_a,   μ = μ_a + δ n_b / n,   M₂ = M₂_a + M₂_b + δ² n_a n_b / n
-
+  passes over it and two merged by Chan, Golub and LeVeque's rule (below),
   whence the standard deviation ``√(M₂ / (n - 1))`` and the root mean square about any ``c``,
   ``√(M₂ / n + (μ - c)²)``;
 * **the checks** of :func:`operators.dataset.check`, accumulated: non-finite values (how many, and the first
   sample), inputs ``<= 0`` where the model reads ``log`` (how many, and the smallest), and the ends of each axis
   against its layout (:func:`operators.layout.check_layout`), from the sums of squares that check reads
   (:class:`Ends`); and output samples that are zero everywhere, whose relative error is undefined.
+
+The rule that merges the moments of two parts ``a`` and ``b`` of the values:
+
+.. math:: n = n_a + n_b, \quad \delta = \mu_b - \mu_a, \quad \mu = \mu_a + \delta\, n_b / n, \quad
+   M_2 = M_{2,a} + M_{2,b} + \delta^2\, n_a n_b / n.
 
 :meth:`Summary.check` raises the first problem as a :class:`~operators.files.DataError`, in
 :func:`~operators.dataset.check`'s order, naming the file's sample.
