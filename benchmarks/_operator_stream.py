@@ -17,9 +17,9 @@ from torch import Tensor
 
 from operators.files import contents
 from operators.layout import Axis
-from operators.streams import PairStream, Summary, open_pairs, summarise
+from operators.streams import Evaluation, PairStream, Summary, open_pairs, summarise
 from training.distributed import Ranks
-from training.streamed import Batches, StreamTask
+from training.streamed import Batches, StreamTask, gathered
 from training.tasks.operator import Config, OperatorModel, Shape
 from training.tasks.operator.model import roughness
 from training.tasks.operator.train import relative_sq
@@ -71,6 +71,21 @@ def stream_task(
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, config.beta2))
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=config.steps, pct_start=0.1)
     return StreamTask(model, loss, batches, optimiser, schedule, seed=config.seed, clip=config.clip)
+
+
+def held_out_errors(task: StreamTask, held: PairStream, ranks: Ranks, memory: int) -> Tensor:
+    """The trained model's relative L² error on each held-out sample: an evaluation pass split over the ranks and
+    gathered (:class:`operators.streams.Evaluation`, :func:`training.streamed.gathered`)."""
+    model, grid = task.model, held.grid
+    assert isinstance(model, OperatorModel)
+
+    def metric(x: Tensor, y: Tensor) -> Tensor:
+        exact = y.to(task.device, task.dtype)
+        weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(held.axes, grid, strict=True)]
+        return relative_sq(model.values(model(x.to(task.device, task.dtype)), grid), exact, weights).sqrt()
+
+    evaluation = Evaluation(held, 16, memory=memory, rank=ranks.rank, world=ranks.world)
+    return gathered(evaluation(metric), evaluation.positions(), len(held), ranks)
 
 
 def peak(pid: int | str = "self") -> int:

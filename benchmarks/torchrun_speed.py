@@ -12,8 +12,9 @@ over one's (target >= 1.6 on two idle cores: the ideal is 2, less the gradients'
     python benchmarks/torchrun_speed.py                # 64² grid, batch 16, 60 timed steps, 3 rounds
 
 ``--worker`` is one run's process (what ``torchrun`` starts): it trains ``--steps`` on ``--data`` into ``--out``
-(resuming from a checkpoint there, under any number of processes) and writes ``--out/speed.json`` (rank 0): the
-loss at every ``--every`` steps, the timed seconds and the samples per second.
+(resuming from a checkpoint there, under any number of processes), holding the file's last tenth out, and writes
+``--out/speed.json`` (rank 0): the loss at every ``--every`` steps, the timed seconds, the samples per second and
+the held-out relative L² error of each sample (an evaluation pass split over the ranks).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 import torch
 
 from operators import heat
+from operators.streams import held_out
 from training import UserError, describe, fit
 from training.cli import Parser, bounded, run_cli
 from training.distributed import check_batch, device_of, setup
@@ -38,7 +40,7 @@ from training.loop import Progress
 from training.tasks.operator import PRESETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _operator_stream import heat_stream, stream_task
+from _operator_stream import heat_stream, held_out_errors, stream_task
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY = 256 * 2**20
@@ -49,8 +51,8 @@ def worker(a: argparse.Namespace) -> None:
     ranks, device = setup(device_of("cpu"))
     config = PRESETS["tiny"].replace(steps=a.steps, batch=a.batch, dtype=a.dtype, seed=0)
     check_batch(config.batch, ranks)
-    stream = heat_stream(a.data, MEMORY)
-    task = stream_task(stream, config, memory=MEMORY, device=device, ranks=ranks, workers=a.workers)
+    train, tenth = held_out(heat_stream(a.data, MEMORY))
+    task = stream_task(train, config, memory=MEMORY, device=device, ranks=ranks, workers=a.workers)
     clock: dict[str, float] = {}
 
     def timed(run: Progress) -> None:
@@ -73,6 +75,7 @@ def worker(a: argparse.Namespace) -> None:
         threads=1,
     )
     task.close()
+    errors = held_out_errors(task, tenth, ranks, MEMORY)
     if ranks.main:
         timed_steps = run.step - a.warm
         seconds = clock.get("end", 0.0) - clock.get("start", 0.0)
@@ -83,6 +86,7 @@ def worker(a: argparse.Namespace) -> None:
             "timed_steps": timed_steps,
             "seconds": seconds,
             "samples_per_second": timed_steps * config.batch / seconds if seconds > 0 else 0.0,
+            "held_out_rel_l2": errors.tolist(),
         }
         (out / "speed.json").write_text(json.dumps(report))
     ranks.barrier()

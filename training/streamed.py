@@ -4,7 +4,8 @@
 :class:`~operators.streams.PairStream` (:class:`~operators.streams.GlobalBatches`), read ahead by a
 :class:`~torch.utils.data.DataLoader`'s worker processes within a memory budget, pinned and copied to the device
 without blocking on CUDA. Its state is the step it has reached and its seed: a checkpoint resumes it at that step,
-under any number of processes (the global batch is a function of the seed and the step alone).
+under any number of processes (the global batch is a function of the seed and the step alone). An evaluation
+pass split over the ranks is put together by :func:`gathered`.
 
 :class:`StreamTask` is a :class:`~training.Task` for :func:`training.fit` over such batches: a model, its loss on a
 batch, an optimiser and a schedule. Under ``torchrun`` the model runs inside DDP, which averages the gradients of
@@ -18,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
@@ -107,6 +110,19 @@ class Batches:
     def close(self) -> None:
         """Stop the reading processes (a later :meth:`next` starts them again)."""
         self._batches = None
+
+
+def gathered(values: Tensor, positions: np.ndarray, n: int, ranks: Ranks = SINGLE) -> Tensor:
+    """Every rank's ``values`` at their ``positions`` of ``n`` (each position evaluated by one rank:
+    :class:`~operators.streams.Evaluation`), on every rank: ``(n,)`` float64 on the CPU."""
+    out = torch.zeros(n, dtype=torch.float64)
+    out[torch.from_numpy(positions)] = values.to("cpu", torch.float64)
+    if ranks.world == 1:
+        return out
+    device = torch.device("cuda", ranks.local) if dist.get_backend() == "nccl" else torch.device("cpu")
+    total = out.to(device)
+    dist.all_reduce(total)  # the positions are disjoint: the sum places each value once
+    return total.cpu()
 
 
 class StreamTask(Optimised):
