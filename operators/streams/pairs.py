@@ -21,7 +21,8 @@ from operators.dataset import AXIS_NAMES, INPUT_KEYS, OUTPUT_KEYS, Channels, _ch
 from operators.files import DataError, contents
 from operators.layout import Axis, LayoutError, check_layout
 
-from .rows import Rows, open_rows
+from .formats import open_rows
+from .rows import Rows
 
 
 class PairStream(Dataset[tuple[Tensor, Tensor]]):
