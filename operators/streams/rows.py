@@ -1,4 +1,4 @@
-"""One array of a file, read a few samples (rows along its first axis) at a time (opened by :func:`~.formats.open_rows`).
+"""One array of a file, read a few samples (rows along its first axis) at a time: the readers (:mod:`.formats` opens).
 
 A :class:`Rows` knows its shape and dtype from the file's header and reads the rows asked for, in the file's own
 dtype, into a tensor ``(len(index), *row)``; nothing else of the file is held in memory. By format:
