@@ -84,8 +84,14 @@ def measure(a: argparse.Namespace) -> None:
     stream = heat_stream(a.data, memory)
     size = a.data.stat().st_size
     print(f"stream: {len(stream):,} pairs on {stream.grid}, {size / GiB:.2f} GiB; data budget {a.memory} MiB")
-    t0 = time.perf_counter()
-    summary = summarise(stream, memory=memory, workers=a.workers)
+    t0, said = time.perf_counter(), [0]
+
+    def progress(done: int) -> None:
+        if done * 10 // len(stream) > said[0]:
+            said[0] = done * 10 // len(stream)
+            print(f"  statistics: {done:,} of {len(stream):,} pairs, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    summary = summarise(stream, memory=memory, workers=a.workers, progress=progress)
     seconds = time.perf_counter() - t0
     summary.check(stream)
     print(f"statistics pass: {seconds:.1f} s ({size / seconds / MiB:.0f} MiB/s), output rms {summary.outputs.rms()}")

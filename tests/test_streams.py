@@ -219,6 +219,16 @@ def test_moments_merge_to_the_whole() -> None:
     torch.testing.assert_close(merged.m2, whole.m2, rtol=1e-12, atol=0)
 
 
+def test_moments_travel_between_processes_as_numbers() -> None:
+    """A loader's worker sends its block's moments to the main process: as tensors they would go through shared
+    memory, whose bookkeeping grew each worker by about 15 MB a block (1.5 GB over a 35 GB file)."""
+    m = Moments.of(torch.from_numpy(RNG.standard_normal((9, 2))))
+    rebuild, fields = m.__reduce__()
+    assert not any(isinstance(f, torch.Tensor) for f in fields)
+    again = rebuild(*fields)
+    assert again.count == 9 and torch.equal(again.mean, m.mean) and torch.equal(again.m2, m.m2)
+
+
 @pytest.mark.parametrize("memory", [3000, 20000, MiB])
 def test_one_pass_gives_the_whole_data_statistics(tmp_path: Path, memory: int) -> None:
     x = np.exp(RNG.standard_normal((37, 8, 6, 2))).astype(np.float32)

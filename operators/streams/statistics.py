@@ -62,6 +62,11 @@ class Moments:
         mean = values.mean(0) if len(values) else torch.zeros(values.shape[1], dtype=torch.float64)
         return cls(len(values), mean, (values - mean).pow(2).sum(0))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Sent between processes as numbers: a tensor sent by a loader's worker would go through shared memory,
+        whose bookkeeping grows the worker by megabytes a block."""
+        return _moments, (self.count, self.mean.tolist(), self.m2.tolist())
+
     def __add__(self, other: Moments) -> Moments:
         """Both sets' moments (Chan, Golub and LeVeque)."""
         n = self.count + other.count
@@ -80,6 +85,10 @@ class Moments:
     def rms(self, about: Tensor | float = 0.0) -> Tensor:
         """The root mean square of ``v - about``: ``√(M₂ / n + (μ - about)²)``."""
         return (self.m2 / max(self.count, 1) + (self.mean - about).pow(2)).sqrt()
+
+
+def _moments(count: int, mean: list[float], m2: list[float]) -> Moments:
+    return Moments(count, torch.tensor(mean, dtype=torch.float64), torch.tensor(m2, dtype=torch.float64))
 
 
 @dataclass(frozen=True)
@@ -293,6 +302,7 @@ def summarise(
     workers: int = 0,
     rank: int = 0,
     world: int = 1,
+    progress: Callable[[int], None] | None = None,
 ) -> Summary:
     """One pass over ``stream``: its :class:`Summary`, within ``memory`` bytes resident, reduced by ``workers``
     processes (``0``: this one). With ``world > 1``, this rank's blocks only (every ``world``-th from ``rank``);
@@ -300,6 +310,7 @@ def summarise(
 
     ``transform`` (float64 inputs and outputs ``(b, *grid, C)`` -> the values whose moments are taken) replaces
     the default, which takes ``log`` of the inputs when ``log_input``; the checks read the values as stored.
+    ``progress`` is told the pairs summarised so far after each block.
     """
     blocks = Blocks(stream, block_rows(stream, memory, workers), log_input=log_input, transform=transform)
     mine = list(range(rank, len(blocks), world))
@@ -309,6 +320,8 @@ def summarise(
     total = _empty(stream)
     for part in parts:
         total = total + part
+        if progress is not None:
+            progress(total.samples)
     return total
 
 
