@@ -115,7 +115,7 @@ class FlexSoftmax(ScaledSoftmax):
     """:class:`ScaledSoftmax` lowered through ``flex_attention``: masked key blocks are skipped, not computed.
 
     For keys whose measure hides positions (``Padded``, trees, ragged batches) and for
-    ``Causal(FlexSoftmax(c))``; see :mod:`applicative._flex` for when it beats dense SDPA.
+    ``Causal(FlexSoftmax(c))``; see ``applicative._flex`` for when it beats dense SDPA.
     ``compiled=False`` runs flex's eager reference (for tests: no compile time). Where torch
     does not provide the kernel (on CPU: compiled ``float64``, or a backward) it lowers to dense SDPA.
     """

@@ -59,7 +59,7 @@ def batch_shape(s: Contract) -> torch.Size:
     """The leading batch shape of the per-example data of ``s``: ``()`` for a structure without any.
 
     Only a :class:`~applicative.DataStructure` holds per-example data and declares ``batch_shape``; the kernels
-    see structures through :class:`~applicative._contract.Contract` and read it where it is declared.
+    see structures through ``Contract`` and read it where it is declared.
     """
     shape: torch.Size | None = getattr(s, "batch_shape", None)
     return _NO_BATCH if shape is None else shape

@@ -1,5 +1,5 @@
 """The derived kernels that are free functions of a structure, on raw tensors (the mathematics of
-:mod:`applicative._kernels`).
+``applicative._kernels``).
 
 A :class:`~applicative.Structure` keeps as methods only the kernels it may override (``pure``, ``fmap``,
 ``zip_with``, ``counit``, ``contract``, ``affine``). These are derived from its contract and nothing else, and

@@ -1,7 +1,7 @@
 """Structures and rings: vectors, Chebyshev and Fourier series, trees, DAGs, graphs, distributions, quantum states,
 padded sequences; tropical, log and complex semirings.
 
-Each structure module writes only its contract (:mod:`applicative._structure`);
+Each structure module writes only its contract (:class:`applicative.Structure`);
 the law checker's arbitraries live in modules of their own beside it, which
 import the structure (never the other way round).
 """

@@ -18,7 +18,7 @@ distribution, so ``unsqueeze_batch(-1)`` is the identity.
 
 The structure writes only its contract: the probabilities are its
 per-example data and its measure (``log p``); every kernel is derived from
-that (:mod:`applicative._kernels`): the contraction ``a diag(p) b``, attention
+that (:mod:`applicative.kernels`): the contraction ``a diag(p) b``, attention
 over outcomes as one fused kernel with additive bias ``log p``, heads on
 outcomes with the factor ``diag(√p)``. The probabilities are copied at
 construction, so changing the caller's tensor afterwards changes nothing.

@@ -12,8 +12,8 @@ normalisation that reads them:
 
 (``o_i = 0`` for a node with no in-edge; add self-loops to let a node see itself; repeated edges count
 with their multiplicity). Its generic definition masks the dense ``n x n`` scores (the specification,
-used with ``attention(..., fused=False)``); its lowering (:meth:`EdgeSoftmax.lower`, the hook
-:meth:`applicative.Normalise.lower`) never forms them: one gather of ``q`` at each edge's target and ``k``,
+used with ``attention(..., fused=False)``); its lowering (:attr:`EdgeSoftmax.lowering`, the hook
+:attr:`applicative.Normalise.lowering`) never forms them: one gather of ``q`` at each edge's target and ``k``,
 ``v`` at its source, a segment softmax over the edges into each target (``scatter_reduce`` max,
 ``index_add`` sums), and one ``index_add`` of the weighted values -- time and memory linear in the edges.
 So ``models.encoder(..., normalise=EdgeSoftmax(d ** -0.5))`` on ``Field[Graph, Model]`` is a graph

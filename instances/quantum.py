@@ -17,7 +17,7 @@ nested axis would need exactly that. Basis state ``i`` is the bit string
 ``i = Σ_k b_k 2^{q-1-k}`` -- the ordering of PennyLane and TorchQuantum. So
 ``⟨Z_k⟩ = counit (pauli_z k) = Σ_i |ψ_i|² (1 - 2 b_k(i))``.
 
-The structure writes only its contract (:mod:`applicative._structure`): the
+The structure writes only its contract (:class:`applicative.Structure`): the
 amplitudes are its per-example data and ``log |ψ|²`` its measure; every kernel
 is derived: the contraction ``a diag(|ψ|²) b``, attention over basis states
 with the additive bias ``log |ψ|²``, heads with the factor ``diag(|ψ|)``. The

@@ -13,13 +13,13 @@ The design source (Part 6)::
 A :class:`Tree` is one axis of a :class:`~applicative.Field`: a batch of
 trees, ragged across the batch, whose leaves hold the values stored along
 that axis (scalars, or inner structures on the axes after it). Trees are
-dyadic partitions of ``[0, 1)`` (see :mod:`instances._tree_partition`):
+dyadic partitions of ``[0, 1)`` (see ``instances._tree_partition``):
 ``pair`` is the common refinement -- the merge of two sorted lists of
 breakpoints -- followed by a gather that copies each leaf's value down, so
 ``pair``, ``zip_with``, ``fmap`` and ``counit`` are a handful of batched
 tensor operations and memory is linear in the number of leaves. The merge
-is a compiled two-pointer walk on the CPU (:mod:`instances._tree_linear_merge`)
-and one batched sort elsewhere (:func:`instances._tree_partition.merge`); the
+is a compiled two-pointer walk on the CPU (``instances._tree_linear_merge``)
+and one batched sort elsewhere (``instances._tree_partition.merge``); the
 two give identical results.
 
 The counit is a node algebra, chosen per tree (:class:`NodeAlgebra`):
@@ -74,7 +74,7 @@ class Tree(DataStructure):
     Construct from leaf depths (``Tree(depth)``), nested tuples
     (:meth:`from_nested`) or s-expressions (:meth:`from_sexp`). The contract is
     written here (per-example data, the measure); pairing, batching and the
-    conversions are free functions in :mod:`instances._tree_ops`.
+    conversions are free functions in ``instances._tree_ops``.
 
     Args:
         depth: ``(*batch, N)`` integer tensor: each tree's leaf depths, left to
@@ -105,7 +105,7 @@ class Tree(DataStructure):
         mask: Tensor | None = None,
         sources: list[tuple[Tree, Tensor]] | None = None,
     ) -> Tree:
-        """Set the fields from already valid tensors (no checks; for the constructors in :mod:`._tree_ops`).
+        """Set the fields from already valid tensors (no checks; for the constructors in ``instances._tree_ops``).
 
         A refinement leaves ``start`` and ``depth`` to its ``sources``: (source, index into the source's leaves)
         for the trees it was built to refine.

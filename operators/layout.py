@@ -1,6 +1,6 @@
 r"""Where a grid's samples sit on each axis, what the model assumes at its ends, and their quadrature.
 
-A function sampled on a grid is a field over a structure whose positions are the grid's nodes (DESIGN §11).
+A function sampled on a grid is a field over a structure whose positions are the grid's nodes.
 Public operator data use a handful of placements of ``P`` samples on an axis ``[lo, hi]``, written here for
 ``[0, 1]``:
 
@@ -45,6 +45,10 @@ BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
 ZERO_TOLERANCE = 1e-3
 #: a periodic axis whose last sample equals its first to this fraction of the field repeats its end
 REPEAT_TOLERANCE = 1e-9
+#: the largest size an axis's end may have: past it, coordinates squared or divided overflow a float32 model
+EXTENT_LIMIT = 1e30
+#: the shortest an axis may be, absolutely and relative to its ends' size (its nodes must stay apart in float64)
+EXTENT_SHORTEST, EXTENT_RESOLUTION = 1e-30, 1e-12
 
 
 class LayoutError(ValueError):
@@ -72,8 +76,9 @@ class Axis:
             raise LayoutError(f"layout {self.layout!r}: must be one of {', '.join(LAYOUTS)}")
         if self.boundary is not None and self.boundary not in BOUNDARIES:
             raise LayoutError(f"boundary {self.boundary!r}: must be one of {', '.join(BOUNDARIES)}")
-        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
-            raise LayoutError(f"extent [{self.lo}, {self.hi}]: need finite lo < hi")
+        problem = extent_problem(self.lo, self.hi)
+        if problem is not None:
+            raise LayoutError(f"extent [{self.lo:g}, {self.hi:g}]: {problem}")
         if self.bc == "periodic" and self.layout != "periodic":
             raise LayoutError(
                 f"boundary periodic with layout {self.layout}: a periodic axis is sampled at i/P (its end is its "
@@ -127,6 +132,89 @@ class Axis:
         return _weights(self.layout, points, device).to(dtype)
 
 
+def extent_problem(lo: float, hi: float) -> str | None:
+    """What is wrong with an axis's extent ``[lo, hi]`` (``None``: nothing): finite ``lo < hi``, both within
+    ``±1e30``, and a length of at least ``1e-30`` and ``1e-12`` of the larger end's size."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return "need finite lo < hi"
+    if max(abs(lo), abs(hi)) > EXTENT_LIMIT:
+        return f"its ends must lie within ±{EXTENT_LIMIT:g}; rescale the coordinates (the model sees only [-1, 1])"
+    if hi - lo < max(EXTENT_SHORTEST, EXTENT_RESOLUTION * max(abs(lo), abs(hi))):
+        return (
+            f"its length {hi - lo:.3g} is too short to tell its nodes apart (at least {EXTENT_SHORTEST:g}, and "
+            f"{EXTENT_RESOLUTION:g} of its ends' size); rescale the coordinates"
+        )
+    return None
+
+
+def per_axis(text: str | None, dims: int, option: str) -> list[str | None]:
+    """A per-axis option's values: ``None`` for each axis when not given, one value for every axis (``"zero"``) or
+    one per axis separated by commas (``"zero,free"``); an empty value is an error (:class:`LayoutError`)."""
+    if text is None:
+        return [None] * dims
+    parts = _parts(text, option)
+    if len(parts) == 1:
+        return [parts[0]] * dims
+    if len(parts) != dims:
+        raise LayoutError(f"{option} {text!r}: give one value for every axis or one per axis ({dims} here)")
+    return [*parts]
+
+
+def _parts(text: str, option: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",")]
+    if any(not p for p in parts):
+        raise LayoutError(f"{option} {text!r}: an empty value; give one value for every axis, or one per axis (x,y)")
+    if len(parts) > 2:
+        raise LayoutError(f"{option} {text!r}: {len(parts)} values, but a grid has one or two axes")
+    return parts
+
+
+def parse_extent(text: str, option: str = "--extent") -> tuple[float, float]:
+    """``"LO:HI"`` as ``(lo, hi)``, checked (:func:`extent_problem`); a :class:`LayoutError` says what is wrong."""
+    lo, sep, hi = text.strip().partition(":")
+    try:
+        if not sep or ":" in hi:
+            raise ValueError
+        a, b = float(lo), float(hi)
+    except ValueError:
+        raise LayoutError(f"{option} {text!r}: expected LO:HI, e.g. 0:1, -1:1 or 0:6.2832") from None
+    problem = extent_problem(a, b)
+    if problem is not None:
+        raise LayoutError(f"{option} {text!r}: {problem}")
+    return a, b
+
+
+def check_option(option: str, text: str) -> str:
+    """``text`` if it is a valid value of the per-axis option ``option`` (``--layout``, ``--boundary`` or
+    ``--extent``: one value, or two separated by a comma), else a :class:`LayoutError` naming the bad value."""
+    choices: dict[str, tuple[str, ...]] = {"--layout": LAYOUTS, "--boundary": BOUNDARIES}
+    for part in _parts(text, option):
+        if option == "--extent":
+            parse_extent(part, option)
+        elif part not in choices[option]:
+            raise LayoutError(f"{option} {part!r}: must be one of {', '.join(choices[option])}")
+    return text
+
+
+def axes_of(dims: int, layout: str | None, boundary: str | None, extent: str | None) -> tuple[Axis, ...]:
+    """A grid's axes from the text of ``--layout``, ``--boundary`` and ``--extent`` (each: one value for every axis,
+    one per axis separated by commas, or ``None`` for the defaults: nodes on ``[0, 1]``, the layout's boundary)."""
+    layouts = per_axis(layout, dims, "--layout")
+    boundaries = per_axis(boundary, dims, "--boundary")
+    extents = per_axis(extent, dims, "--extent")
+    axes = []
+    for i in range(dims):
+        for option, value in (("--layout", layouts[i]), ("--boundary", boundaries[i])):
+            if value is not None:
+                check_option(option, value)
+        lo, hi = (0.0, 1.0) if extents[i] is None else parse_extent(extents[i] or "")
+        try:
+            axes.append(Axis(layouts[i] or "nodes", lo, hi, boundaries[i]))  # type: ignore[arg-type]
+        except LayoutError as e:
+            raise LayoutError(f"axis {'xy'[i]}: {e}") from None
+    return tuple(axes)
+
+
 def _unit(layout: Layout, p: int, device: torch.device | str | None = None) -> Tensor:
     """The layout's ``p`` samples on ``[0, 1]``, increasing, float64: ``(p,)``."""
     i = torch.arange(p, dtype=torch.float64, device=device)
@@ -172,7 +260,8 @@ def _edge(values: np.ndarray, dim: int, which: int) -> np.ndarray:
 
 
 def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
+    flat = x.astype(np.float64, copy=False).ravel()  # a view of contiguous float64 values: no copy
+    return math.sqrt(float(np.vdot(flat, flat)) / flat.size) if flat.size else 0.0
 
 
 def check_layout(
@@ -230,7 +319,8 @@ def check_layout(
 
 def line(axis: Axis, points: int) -> Vector:
     """The axis's ``points`` samples as a structure: positions at :meth:`Axis.t`, the layout's quadrature as its
-    measure (so attention over them is an integral, the same at any ``points``), :attr:`periodic` when the axis is."""
+    measure (so attention over them is an integral, the same at any ``points``), :attr:`Axis.periodic` when the
+    axis is."""
     return _line_class(axis.layout, axis.periodic)(points)
 
 

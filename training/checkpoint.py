@@ -21,6 +21,7 @@ import os
 import pickle
 import random
 import re
+import stat
 import warnings
 import zipfile
 from collections.abc import Callable, Mapping
@@ -83,6 +84,7 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     Refuses a file holding anything else (a planted object), an unreadable, empty or truncated file, and
     any floating-point tensor in it that is not finite.
     """
+    check_regular(path, what, fix)
     try:
         with warnings.catch_warnings():  # torch's advice on pickle protocols is not the user's business
             warnings.simplefilter("ignore")
@@ -104,6 +106,31 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     if bad is not None:
         raise CheckpointError(f"{path}: {bad} holds NaN or infinite values: the {what} is damaged; {fix}")
     return blob
+
+
+def check_regular(path: Path, what: str = "checkpoint", fix: str = FIX) -> None:
+    """Refuse, before opening it, a ``path`` that is not a regular file (a FIFO would block the reader for ever, a
+    device such as ``/dev/zero`` never ends, a directory is no file); a missing one is left to the reader."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read it ({e.strerror}); {fix}") from None
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"{path}: is {_kind_of(mode)}, not a {what} file; {fix}")
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def non_finite(obj: Any, where: str = "") -> str | None:
@@ -191,6 +218,11 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         t = blob["elapsed"]
         if type(t) not in (int, float) or not 0 <= t < math.inf:
             return f"its elapsed time is {t!r}, expected seconds >= 0"
+    data = blob.get("data", {})
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, _PLAIN) for k, v in data.items()):
+        return "its data record is not a dict of plain values (the training data's fingerprint)"
+    if "plan" in blob and not isinstance(blob["plan"], str):
+        return f"its plan is {blob['plan']!r:.40}, expected the budget as given (a str)"
     history = blob.get("history", [])
     if not isinstance(history, list) or not all(
         isinstance(r, dict) and all(isinstance(k, str) and type(v) in (int, float) for k, v in r.items())
@@ -405,12 +437,13 @@ def load_model(
         if not path.exists():
             raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
         blob = load_checkpoint(path, required=("config", "task"), fix=fix)
+    stored = blob["task"].get("model")
     try:
         model = build(blob)
     except (UserError, TypeError, ValueError, KeyError) as e:
         raise CheckpointError(f"{path}: not a checkpoint of {what} ({_first_line(e)[:200]}); {fix}") from None
     try:
-        check_like(model.state_dict(), blob["task"].get("model"), "task.model")
+        check_like(model.state_dict(), stored, "task.model")
     except StateError as e:
         raise CheckpointError(f"{path}: {e}; {fix}") from None
     model.load_state_dict(blob["task"]["model"])

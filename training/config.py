@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import sys
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Self, TypeVar, cast
@@ -91,11 +93,28 @@ def _parse(name: str, hint: Any, text: str) -> Any:
         if hint is int:
             return int(text)
         if hint is float:
-            return float(text)
+            return _number_of(name, text)
     except ValueError:
         kind = {bool: "true or false", int: "an integer", float: "a number"}[hint]
         raise ConfigError(f"config field {name}={text!r}: must be {kind}") from None
     return text
+
+
+def _number_of(name: str, text: str) -> float:
+    """``text`` as a float, refusing a decimal that underflows to zero or overflows to infinity (``1e-400`` is no 0)."""
+    x = float(text)
+    mantissa = re.split(r"[eE]", text.strip().lstrip("+-"), maxsplit=1)[0]
+    written = bool(re.fullmatch(r"[0-9_.]+", mantissa))  # a decimal number, not nan or inf by name
+    if written and x == 0 and re.search(r"[1-9]", mantissa):
+        raise ConfigError(
+            f"config field {name}={text!r}: underflows to 0 (below {sys.float_info.min:.3g}, the smallest normal "
+            "float); give 0 for none, or a larger value"
+        )
+    if written and math.isinf(x):
+        raise ConfigError(
+            f"config field {name}={text!r}: overflows (past {sys.float_info.max:.3g}); give a finite value"
+        )
+    return x
 
 
 def override(config: C, items: Sequence[str]) -> C:
@@ -151,6 +170,11 @@ def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
             return "must be a number"
         if not math.isfinite(value):
             return "must be finite"
+        if value != 0 and abs(value) < sys.float_info.min:
+            return (
+                f"must be 0 or at least {sys.float_info.min:.3g} in size: a subnormal number loses its precision, and "
+                "training flushes it to 0"
+            )
     if hint in (int, float):
         if "min" in bounds and value < bounds["min"]:
             return f"must be >= {bounds['min']}"

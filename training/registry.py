@@ -283,7 +283,7 @@ def load(
     meta = check_meta(path, blob, None if expected is None else expected.meta(), root)
     require(path, blob, ("config", "task"), fix)
     spec = spec_of(meta["task"])
-    spec.admit(
+    estimate = spec.admit(
         blob["config"],
         blob["task"],
         budget,
@@ -291,8 +291,23 @@ def load(
         fix="raise the budget: training.load(..., budget=Budget.memory(GIB))",
         error=CheckpointError,
     )
+    _check_stored(path, blob["task"].get("model"), estimate, fix)
     model: nn.Module = load_model(path, spec.build, device, spec.program, spec.what, blob=blob)
     return model
+
+
+def _check_stored(path: Path, stored: object, estimate: Estimate | None, fix: str) -> None:
+    """Before the model is built: the stored weights hold at least the parameters its config (and task state: a
+    vocabulary) describe. A checkpoint whose config asks for far more than it stores -- a stored vocabulary of
+    900,000 characters beside weights for 90 -- is refused from its shapes, not after a build of that size."""
+    if estimate is None or not isinstance(stored, dict):
+        return
+    values = sum(t.numel() for t in stored.values() if isinstance(t, torch.Tensor) and t.is_floating_point())
+    if values < estimate.parameters:
+        raise CheckpointError(
+            f"{path}: its weights hold {values:,} values, fewer than the {estimate.parameters:,} parameters its "
+            f"config and task state describe: they were not written together; {fix}"
+        )
 
 
 def _first(e: BaseException) -> str:

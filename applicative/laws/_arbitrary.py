@@ -22,10 +22,30 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 from torch import Tensor
 
+from .._errors import StructureError
 from .._structure import Structure
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T")
+
+
+#: the most values one drawn tensor may hold: a law compares a few such values, and a structure past it (a
+#: ``Vector`` of size 10^12) would hold the checker for hours and all the machine's memory
+MAX_VALUES = 1 << 22
+
+
+class SizeError(StructureError):
+    """A value the law checker was asked to draw is larger than :data:`MAX_VALUES`: check a smaller instance."""
+
+
+def check_size(shape: tuple[int, ...]) -> None:
+    """Refuse a value of ``shape`` past :data:`MAX_VALUES` (a :class:`SizeError`) before anything is drawn."""
+    n = math.prod(shape)
+    if n > MAX_VALUES:
+        raise SizeError(
+            f"a value of shape {shape} holds {n:,} numbers, past the {MAX_VALUES:,} the law checker draws; the laws "
+            "do not depend on the size: check a smaller instance"
+        )
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from training import options, run_cli
+from operators import layout
+from training import cli, options, run_cli
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator.program import Options, execute
 
@@ -34,15 +36,28 @@ def parse(argv: list[str] | None) -> tuple[Config, Options]:
     p.add_argument("--output-key", help="the outputs' key (default: y, u, sol, output or outputs)")
     p.add_argument("--dims", type=int, choices=(1, 2), help="the grid's dimensions (default: from the shapes)")
     p.add_argument("--channel-axis", choices=("last", "first"), default="last", help="where a channel axis sits")
-    p.add_argument("--layout", help="where the samples sit: nodes, periodic, centres, chebyshev, lobatto (x,y)")
-    p.add_argument("--boundary", help="what the model assumes at the ends: free, zero or periodic (x,y)")
-    p.add_argument("--extent", help="each axis's extent LO:HI (default 0:1)")
+    p.add_argument(
+        "--layout",
+        type=_per_axis("--layout"),
+        help="where the samples sit: nodes, periodic, centres, chebyshev, lobatto (x,y)",
+    )
+    p.add_argument(
+        "--boundary",
+        type=_per_axis("--boundary"),
+        help="what the model assumes at the ends: free, zero or periodic (x,y)",
+    )
+    p.add_argument("--extent", type=_per_axis("--extent"), help="each axis's extent LO:HI (default 0:1)")
     p.add_argument(
         "--budget", dest="schedule", help="a step count (3000) or a time (90s, 10m, 1.5h) that sets the schedule"
     )
     p.add_argument("--baseline", choices=("fno",), help="also train neuraloperator's FNO on the same data")
     config, a = options.config_of(p, argv, Config)
     return config, _options(a)
+
+
+def _per_axis(option: str) -> Callable[[str], str]:
+    """The option's text, each of its values checked as it is parsed (an empty name, an extent out of bounds)."""
+    return cli.checked(lambda text: layout.check_option(option, text))
 
 
 def _options(a: argparse.Namespace) -> Options:

@@ -42,6 +42,8 @@ from .config import Config, ModelKind
 from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
+#: the most characters a vocabulary may hold (a script's, not the whole of Unicode: each is a row of two matrices)
+MAX_VOCAB = 2**16
 
 
 def normalisation(kind: ModelKind, key_size: int) -> Normalise:
@@ -164,6 +166,8 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
 def _vocab(state: Mapping[str, Any]) -> str:
     """The vocabulary a checkpoint's task state records (a non-empty str of distinct characters)."""
     vocab = state.get("vocab")
+    if isinstance(vocab, str) and len(vocab) > MAX_VOCAB:  # before the set of its characters is formed
+        raise ValueError(f"its vocabulary holds {len(vocab):,} characters, past the {MAX_VOCAB:,} a model here reads")
     if not isinstance(vocab, str) or not vocab or len(set(vocab)) != len(vocab):
         raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str of distinct characters")
     return vocab

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 
 from .config import Config
@@ -93,6 +94,11 @@ class LMTask(Optimised):
         return {**super().state_dict(), "vocab": self.corpus.vocab}
 
 
+def data_of(corpus: Corpus) -> dict[str, Any]:
+    """The training text's :func:`~training.fingerprint.fingerprint`, as the run's checkpoints record it."""
+    return fingerprint(f"the Python {corpus.python} documentation", text=corpus.train)
+
+
 def train(
     config: Config,
     corpus: Corpus,
@@ -102,5 +108,6 @@ def train(
 ) -> Trained[CharLM]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps`` (or ``stop_after``)."""
     task = LMTask(config, corpus, torch.device(device), options.get("ranks", SINGLE))
+    options.setdefault("data", data_of(corpus))
     run = fit_config(task, config, out, meta=SPEC.meta(), fix="try a smaller --config lr=", **options)
     return Trained.of(task.model, run)

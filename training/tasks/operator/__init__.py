@@ -1,4 +1,4 @@
-"""The operator task: input functions to output functions, sampled on a user's grid (DESIGN §11).
+"""The operator task: input functions to output functions, sampled on a user's grid.
 
 * :mod:`.config` -- the run's hyper-parameters, every field bounded;
 * :mod:`.shape` -- the data's :class:`Shape` (axes, channels) a model is built for;

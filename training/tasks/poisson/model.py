@@ -24,7 +24,8 @@ from instances import Chebyshev, CoefficientSoftmax, Vector
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
 from operators.poisson.norms import l2_norm_sq, pad
-from training import inputs, registry
+from training import Budget, InputError, inputs, registry
+from training.budget import size
 
 from .config import Config
 from .cost import cost
@@ -166,13 +167,20 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
     if callable(source):
         t = points(n)
         xx, yy = torch.meshgrid(t, t, indexing="ij")
-        values = torch.as_tensor(source(xx, yy), dtype=torch.float64)
+        returned = source(xx, yy)
+        try:
+            values = torch.as_tensor(returned, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            raise InputError(
+                f"solve: the source returned {type(returned).__name__} {returned!r:.40}, not numbers; a source takes "
+                "tensors x, y and returns a tensor of real numbers f(x, y) of their broadcast shape"
+            ) from None
         if values.shape[-2:] != (n, n):
-            raise ValueError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
+            raise InputError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
         _check_finite(values, "the source's values at the Chebyshev points")
         return coefficients(coefficients(values, -1), -2)
     if x is None or y is None or source.shape[-2:] != (len(x), len(y)):
-        raise ValueError(
+        raise InputError(
             "solve: values of a source need their grid: solve(model, values, x, y, grid=(gx, gy)) with values "
             "of shape (..., len(gx), len(gy))"
         )
@@ -181,7 +189,7 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
         _check_points(axis, f"grid {name}")
         distinct = int(torch.unique(axis).numel())
         if distinct < n:
-            raise ValueError(
+            raise InputError(
                 f"solve: fitting {n} x {n} coefficients needs at least {n} distinct points per axis; grid {name} "
                 f"has {distinct} distinct of {len(axis)}: sample the source at more points"
             )
@@ -193,9 +201,22 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
 def _check_finite(values: Tensor, what: str) -> None:
     bad = ~torch.isfinite(values)
     if bool(bad.any()):
-        raise ValueError(
+        raise InputError(
             f"solve: {what} hold {int(bad.sum())} NaN or infinite numbers of {values.numel()}; "
             "a source must be finite on [-1, 1]²"
+        )
+
+
+def _check_grid(px: int, py: int, budget: Budget | None, sources: int = 1) -> None:
+    """The solutions of ``sources`` on ``px x py`` points (float64; twice while formed) within ``budget``."""
+    if budget is not None and not isinstance(budget, Budget):
+        raise InputError(f"solve: budget must be a training.Budget (e.g. Budget.memory(16)), got {budget!r:.60}")
+    need, limit = 2 * 8 * px * py * sources, (budget or Budget()).max_bytes
+    if need > limit:
+        raise InputError(
+            f"solve: {sources} source(s) on a grid of {px:,} x {py:,} points take {size(need)}, past the memory "
+            f"budget of {size(limit)}; ask for fewer points (solve on pieces of the grid), or pass "
+            "budget=Budget.memory(GIB)"
         )
 
 
@@ -203,12 +224,12 @@ def _check_points(t: Tensor, what: str) -> None:
     """Points where a series is evaluated or fitted: a 1-D tensor of finite numbers in ``[-1, 1]``."""
     if not isinstance(t, Tensor) or t.ndim != 1 or t.numel() == 0:
         shape = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
-        raise ValueError(f"solve: {what} must be a non-empty 1-D tensor of points in [-1, 1], got {shape}")
+        raise InputError(f"solve: {what} must be a non-empty 1-D tensor of points in [-1, 1], got {shape}")
     if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"solve: {what} holds NaN or infinite points; give points in [-1, 1]")
+        raise InputError(f"solve: {what} holds NaN or infinite points; give points in [-1, 1]")
     lo, hi = float(t.min()), float(t.max())
     if lo < -1.0 - 1e-12 or hi > 1.0 + 1e-12:
-        raise ValueError(
+        raise InputError(
             f"solve: {what} spans [{lo:.6g}, {hi:.6g}], outside [-1, 1], the square the model solves on (a Chebyshev "
             f"series grows without bound outside it); map a domain [a, b] to it with 2 (t - a) / (b - a) - 1"
         )
@@ -222,6 +243,7 @@ def solve(
     y: Tensor,
     *,
     grid: tuple[Tensor, Tensor] | None = None,
+    budget: Budget | None = None,
 ) -> Tensor:
     """The predicted solution ``g`` on the grid ``x x y``: ``(..., len(x), len(y))``, float64.
 
@@ -230,15 +252,26 @@ def solve(
         source: a callable ``f(x, y)`` (broadcasting tensors), or values ``(..., px, py)`` on ``grid``.
         x, y: where to evaluate ``g``.
         grid: the points ``(x, y)`` of ``source``'s values (when ``source`` is a tensor).
+        budget: the memory the solution may take (default :class:`~training.Budget`: 8 GiB), checked from the grid's
+            size before anything is computed.
+
+    Raises:
+        InputError: a model, source, grid or point that cannot be answered (each named), or a grid past ``budget``.
     """
-    n = model.config.modes if isinstance(model, PoissonModel) else int(getattr(model, "modes", 0))
-    if n < 1:
-        raise ValueError("solve: the model must be a PoissonModel or have a `modes` attribute")
+    n = model.config.modes if isinstance(model, PoissonModel) else getattr(model, "modes", 0)
+    if isinstance(model, type) or not callable(model) or type(n) is not int or n < 1:
+        got = f"the class {model.__name__}" if isinstance(model, type) else f"a {type(model).__name__}"
+        raise InputError(
+            f"solve: the model must be a trained PoissonModel (training.tasks.poisson.load(run_dir)), or an operator "
+            f"with an int `modes` attribute, got {got}"
+        )
     _check_points(x, "x")
     _check_points(y, "y")
+    _check_grid(len(x), len(y), budget)
     gx, gy = grid if grid is not None else (None, None)
     c = source_coefficients(n, source, gx, gy)
     batch = c.shape[:-2]
+    _check_grid(len(x), len(y), budget, math.prod(batch))
     device = next(iter(model.parameters())).device if isinstance(model, nn.Module) else torch.device("cpu")
     g = model(c.reshape(-1, n, n).to(device)).double().cpu()
     g = g.reshape(*batch, *g.shape[-2:])

@@ -26,7 +26,7 @@ from training.speed import check_amp
 from . import data, generalise, plot
 from .config import Config
 from .model import SPEC
-from .train import errors, predict, train
+from .train import data_of, errors, predict, train
 
 
 def summary(errs: Tensor) -> dict[str, float]:
@@ -54,9 +54,11 @@ def execute(
     SPEC.admit(describe(config), budget=run.memory, training=True)  # fits in memory: before anything is built
     # writable, ours, and (if resuming) written with this config -- all before any data is generated
     with RunDir(out, run.program) if ranks.main else contextlib.nullcontext():
-        check_resume(out, describe(config), SPEC.meta(), run.memory)
+        check_resume(out, describe(config), SPEC.meta(), run.memory, restart=run.restart)
         t0 = time.perf_counter()
         splits = data.splits(config.n_train, config.n_test, config.seed, config.modes, cache, config.sources)
+        # and on these data: before the model is built
+        check_resume(out, describe(config), SPEC.meta(), run.memory, data=data_of(config, splits), restart=run.restart)
         say(f"config: {config}")
         fresh = "a fresh batch of the training law every step (online), " if config.online else ""
         say(
