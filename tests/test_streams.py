@@ -306,6 +306,9 @@ def test_the_streamed_checks_say_what_the_in_memory_ones_say(tmp_path: Path) -> 
         (smooth, zero_ends, zero, True),  # inputs <= 0 under log
         (1 + smooth, open_end, zero, False),
         (1 + smooth, 5 + open_end, zero, False),
+        (smooth, np.where(np.arange(n)[:, None] == 3, 1e-17, 1.0) * smooth, periodic, False),  # a sample too small
+        (1e17 * smooth, smooth, periodic, False),  # inputs too large
+        (smooth, 0 * np.arange(n)[:, None] * smooth, periodic, False),  # outputs zero from sample 1 on
     ]
     for x, y, axes, log in cases:
         memory, streamed = _verdicts(tmp_path, x, y, axes, log)
@@ -321,7 +324,7 @@ def test_an_output_zero_everywhere_is_named(tmp_path: Path) -> None:
     y[4] = 0.0
     np.savez(tmp_path / "z.npz", x=y + 3, y=y)
     stream = open_pairs(tmp_path / "z.npz", memory=MiB)
-    with pytest.raises(DataError, match=r"key 'y': 1 output samples are zero everywhere \(the first is sample 4\)"):
+    with pytest.raises(DataError, match=r"key 'y': sample 4 has outputs all zero: its relative error is 0/0"):
         summarise(stream, memory=MiB).check(stream)
 
 

@@ -11,9 +11,10 @@ In float64:
   whence the standard deviation ``√(M₂ / (n - 1))`` and the root mean square about any ``c``,
   ``√(M₂ / n + (μ - c)²)``;
 * **the checks** of :func:`operators.dataset.check`, accumulated: non-finite values (how many, and the first
-  sample), inputs ``<= 0`` where the model reads ``log`` (how many, and the smallest), and the ends of each axis
+  sample), each sample's size ``max |v|`` (:class:`Peaks`: an output zero everywhere, sizes a float32 model cannot
+  square), inputs ``<= 0`` where the model reads ``log`` (how many, and the smallest), and the ends of each axis
   against its layout (:func:`operators.layout.check_layout`), from the sums of squares that check reads
-  (:class:`Ends`); and output samples that are zero everywhere, whose relative error is undefined.
+  (:class:`Ends`).
 
 The rule that merges the moments of two parts ``a`` and ``b`` of the values:
 
@@ -36,9 +37,9 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from operators.dataset import AXIS_NAMES
+from operators.dataset import AXIS_NAMES, Samples, _check_scales
 from operators.files import DataError
-from operators.layout import LayoutError, check_layout
+from operators.layout import Axis, LayoutError, check_layout
 
 from .pairs import PairStream
 
@@ -173,6 +174,32 @@ def _count(bad: Tensor, rows: np.ndarray, values: Tensor | None = None) -> Count
 
 
 @dataclass(frozen=True)
+class Peaks:
+    """Each sample's size ``max |v|`` by its number in the file (``rows``), in pieces that merge by joining."""
+
+    rows: tuple[np.ndarray, ...] = ()
+    sizes: tuple[np.ndarray, ...] = ()
+
+    @classmethod
+    def of(cls, values: Tensor, rows: np.ndarray) -> Peaks:
+        """The sizes of ``values`` ``(b, ...)``, the file's samples ``rows``."""
+        flat = values.flatten(1)
+        return cls((np.asarray(rows, dtype=np.int64),), (torch.maximum(flat.amax(1), -flat.amin(1)).numpy(),))
+
+    def __add__(self, other: Peaks) -> Peaks:
+        return Peaks(self.rows + other.rows, self.sizes + other.sizes)
+
+    def by_row(self) -> Tensor:
+        """The sizes by file sample, ``(last + 1,)``: ``1`` (a size any check accepts) for a sample not here."""
+        if not self.rows or not sum(len(r) for r in self.rows):
+            return torch.zeros(0, dtype=torch.float64)
+        rows = np.concatenate(self.rows)
+        out = torch.ones(int(rows.max()) + 1, dtype=torch.float64)
+        out[torch.from_numpy(rows)] = torch.from_numpy(np.concatenate(self.sizes))
+        return out
+
+
+@dataclass(frozen=True)
 class Summary:
     """A stream's statistics and checks (:func:`summarise`); ``+`` merges two disjoint parts' summaries."""
 
@@ -181,7 +208,7 @@ class Summary:
     outputs: Moments
     nonfinite: tuple[Count, Count]
     nonpositive: Count
-    zero_outputs: Count
+    peaks: tuple[Peaks, Peaks]
     ends: tuple[tuple[Ends, ...], tuple[Ends, ...]]
 
     def __add__(self, other: Summary) -> Summary:
@@ -191,14 +218,15 @@ class Summary:
             self.outputs + other.outputs,
             (self.nonfinite[0] + other.nonfinite[0], self.nonfinite[1] + other.nonfinite[1]),
             self.nonpositive + other.nonpositive,
-            self.zero_outputs + other.zero_outputs,
+            (self.peaks[0] + other.peaks[0], self.peaks[1] + other.peaks[1]),
             (_sums(self.ends[0], other.ends[0]), _sums(self.ends[1], other.ends[1])),
         )
 
     def check(self, stream: PairStream, *, log_input: bool = False) -> None:
         """Raise :class:`~operators.files.DataError` for the first assumption the stream's values break, in the
-        order of :func:`operators.dataset.check` (non-finite values, inputs ``<= 0`` under ``log``, each axis's
-        layout), then output samples zero everywhere."""
+        order and the words of :func:`operators.dataset.check`: non-finite values, the samples' sizes (no output
+        sample zero everywhere; sizes a float32 model can square), inputs ``<= 0`` under ``log``, each axis's
+        layout. A sample is named by its number in the file."""
         where, keys = stream.where, stream.keys
         for bad, key in zip(self.nonfinite, keys, strict=True):
             if bad.count:
@@ -206,6 +234,8 @@ class Summary:
                     f"{where}, key {key!r}: {bad.count} values are NaN or infinite (the first in sample {bad.first}); "
                     "remove those samples or fix them"
                 )
+        inputs, outputs = (p.by_row()[:, None, None] for p in self.peaks)  # one value a sample: its size
+        _check_scales(Samples(inputs, outputs, (Axis(),), where), keys, log_input)
         if log_input and self.nonpositive.count:
             raise DataError(
                 f"{where}, key {keys[0]!r}: {self.nonpositive.count} input values are <= 0 (the smallest "
@@ -220,11 +250,6 @@ class Summary:
                     check_layout(self.ends[0][i].witness(), axis, 1, name, f"{where}, key {keys[0]!r}", ends=False)
             except LayoutError as e:
                 raise DataError(str(e)) from None
-        if self.zero_outputs.count:
-            raise DataError(
-                f"{where}, key {keys[1]!r}: {self.zero_outputs.count} output samples are zero everywhere (the first "
-                f"is sample {self.zero_outputs.first}), where a relative error is undefined; remove them"
-            )
 
 
 def _sums(a: tuple[Ends, ...], b: tuple[Ends, ...]) -> tuple[Ends, ...]:
@@ -240,7 +265,7 @@ def block_summary(
     x, y = x_raw.double(), y_raw.double()
     nonfinite = (_count(~torch.isfinite(x), rows), _count(~torch.isfinite(y), rows))
     nonpositive = _count(x <= 0, rows, x) if log_input else Count()
-    zero = _count((y.flatten(1) == 0).all(1, keepdim=True), rows)
+    peaks = (Peaks.of(x, rows), Peaks.of(y, rows))
     dims = range(len(stream.axes))
     ends = (tuple(Ends.of(x, 1 + i) for i in dims), tuple(Ends.of(y, 1 + i) for i in dims))
     if transform is not None:
@@ -253,7 +278,7 @@ def block_summary(
         Moments.of(y.reshape(-1, y.shape[-1])),
         nonfinite,
         nonpositive,
-        zero,
+        peaks,
         ends,
     )
 
@@ -330,4 +355,4 @@ def _empty(stream: PairStream) -> Summary:
     zero = Moments(0, torch.zeros(c_in, dtype=torch.float64), torch.zeros(c_in, dtype=torch.float64))
     zero_out = Moments(0, torch.zeros(c_out, dtype=torch.float64), torch.zeros(c_out, dtype=torch.float64))
     ends = tuple(Ends(p) for p in stream.grid)
-    return Summary(0, zero, zero_out, (Count(), Count()), Count(), Count(), (ends, ends))
+    return Summary(0, zero, zero_out, (Count(), Count()), Count(), (Peaks(), Peaks()), (ends, ends))
