@@ -145,7 +145,7 @@ def open_pairs(
 ) -> PairStream:
     """A :class:`PairStream` over every sample of a file, keys named or the usual ones
     (:data:`~operators.dataset.INPUT_KEYS`, :data:`~operators.dataset.OUTPUT_KEYS`), holding at most ``memory``
-    bytes of it resident (:func:`~.rows.open_rows`).
+    bytes of it resident (:func:`~.formats.open_rows`).
 
     Checked from the headers: the keys, a grid of one or two axes and one axis declared per grid axis, at least
     one sample, as many outputs as inputs, the same grid. The values are checked by
