@@ -1,12 +1,12 @@
 """Samples per second of the operator model trained on a streamed file by two processes (torchrun, gloo) against one.
 
 The file is the exact heat map ``u0 -> u(0.1)`` on the periodic square (:mod:`operators.heat`), read through
-:mod:`operators.streams`: each step's global batch is drawn once from the seed and the step, and each rank reads
-and trains on its half (:class:`training.streamed.StreamTask`, DDP averaging the gradients). Both runs take the
-same global batch, one torch thread per process, and the same steps; the first ``--warm`` steps (process-group
-start, loader start, first allocations) are not timed. The runs alternate (one, two, one, two, ...) so that a
-changing load hits both; the best round of each is compared. The last line is two processes' samples per second
-over one's (target >= 1.6 on two idle cores: the ideal is 2, less the gradients' all-reduce).
+:mod:`operators.streams`: each step's global batch is drawn once from the seed and the step, and each rank reads and
+trains on its half (:class:`training.streamed.StreamTask`, DDP averaging the gradients). Both runs take the same
+global batch, ``--threads`` torch threads per process (default one), and the same steps; the first ``--warm`` steps
+(process-group start, loader start, first allocations) are not timed. The runs alternate (one, two, one, two, ...)
+so that a changing load hits both; the best round of each is compared. The last line is two processes' samples per
+second over one's (target >= 1.6 on two idle cores: the ideal is 2, less the gradients' all-reduce).
 
     python benchmarks/torchrun_speed.py --quick        # seconds: a small file, a few steps
     python benchmarks/torchrun_speed.py                # 64² grid, batch 16, 60 timed steps, 3 rounds
@@ -37,10 +37,8 @@ from training import UserError, describe, fit
 from training.cli import Parser, bounded, run_cli
 from training.distributed import check_batch, device_of, setup
 from training.loop import Progress
+from training.tasks import streamed_operator
 from training.tasks.operator import PRESETS
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _operator_stream import heat_stream, held_out_errors, stream_task
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY = 256 * 2**20
@@ -51,8 +49,8 @@ def worker(a: argparse.Namespace) -> None:
     ranks, device = setup(device_of("cpu"))
     config = PRESETS["tiny"].replace(steps=a.steps, batch=a.batch, dtype=a.dtype, seed=0)
     check_batch(config.batch, ranks)
-    train, tenth = held_out(heat_stream(a.data, MEMORY))
-    task = stream_task(train, config, memory=MEMORY, device=device, ranks=ranks, workers=a.workers)
+    train, tenth = held_out(heat.stream(a.data, MEMORY))
+    task = streamed_operator.task(train, config, memory=MEMORY, device=device, ranks=ranks, workers=a.workers)
     clock: dict[str, float] = {}
 
     def timed(run: Progress) -> None:
@@ -72,10 +70,10 @@ def worker(a: argparse.Namespace) -> None:
         stop_after=a.stop_after,
         on_step=timed,
         ranks=ranks,
-        threads=1,
+        threads=a.threads,
     )
     task.close()
-    errors = held_out_errors(task, tenth, ranks, MEMORY)
+    errors = streamed_operator.errors(task, tenth, ranks, MEMORY)
     if ranks.main:
         timed_steps = run.step - a.warm
         seconds = clock.get("end", 0.0) - clock.get("start", 0.0)
@@ -116,6 +114,7 @@ def main() -> int:
     p.add_argument("--warm", type=bounded(0, 10**6), default=10)
     p.add_argument("--rounds", type=bounded(1, 20), default=3)
     p.add_argument("--workers", type=bounded(0, 8), default=1, help="loader processes per rank")
+    p.add_argument("--threads", type=bounded(1, 64), default=1, help="torch CPU threads of each process")
     p.add_argument("--worker", action="store_true", help="(internal) one run's process")
     p.add_argument("--data", type=Path)
     p.add_argument("--out", type=Path)
@@ -138,11 +137,11 @@ def main() -> int:
         for processes in (1, 2):
             out = work / f"run-{processes}-{r}"
             argv = ["--data", str(data), "--out", str(out), "--steps", str(a.steps), "--batch", str(a.batch)]
-            argv += ["--warm", str(a.warm), "--workers", str(a.workers)]
-            report = launch(processes, argv)
+            argv += ["--warm", str(a.warm), "--workers", str(a.workers), "--threads", str(a.threads)]
+            report = launch(processes, argv, a.threads)
             print(f"  round {r}, {processes} process(es): {report['samples_per_second']:.1f} samples/s")
             best[processes] = max(best[processes], report["samples_per_second"])
-    print(f"torch {torch.__version__}, one thread per process, load after: {os.getloadavg()}")
+    print(f"torch {torch.__version__}, {a.threads} thread(s) per process, load after: {os.getloadavg()}")
     shutil.rmtree(work)
     print(f"result: torchrun_two_over_one_samples_per_s {best[2] / best[1]:.3f} (target >= 1.6)")
     return 0

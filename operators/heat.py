@@ -22,6 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from .files import contents
+from .layout import Axis
+from .streams import PairStream, open_pairs
+
 #: the diffusivity ``ν`` and the time ``t`` of the map ``u(0) -> u(t)``: the highest modes of a 64-point grid
 #: decay by ``e^{-4π² ν 32² t} ≈ e^{-4}``, the lowest hardly at all
 NU, TIME = 1e-3, 0.1
@@ -101,3 +105,11 @@ def write(
                 ds[k * rows : k * rows + n] = field(seed, k, n, points, dims, time)
                 if progress is not None:
                     progress(n * ds.dtype.itemsize * int(np.prod(shape[1:])))
+
+
+def stream(path: Path, memory: int) -> PairStream:
+    """The pairs ``u0 -> u`` of a file :func:`write` wrote, as a stream (every axis periodic, ``i / P``) holding at
+    most ``memory`` bytes resident."""
+    dims = len(contents(path)["u0"].shape) - 1
+    axes = tuple(Axis("periodic") for _ in range(dims))
+    return open_pairs(path, axes, input_key="u0", output_key="u", memory=memory)
