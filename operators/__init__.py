@@ -8,6 +8,9 @@ Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``t
   exact solutions (Cole--Hopf, Taylor--Green), and seeded data generators.
 * :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache;
   :mod:`.statistics` -- what generated data look like beside the exact figures.
+* :mod:`.streams` -- data larger than memory: a file's pairs read a batch at a time (a ``Dataset``, seeded global
+  batches sliced per rank, one streaming pass of statistics and checks); :mod:`.heat` -- the exact heat map, data
+  of any size written a block at a time.
 * :mod:`.poisson`, :mod:`.darcy` -- the exact Poisson solver on the square (Chebyshev collocation) and its source
   laws; the Darcy finite-difference solver and its random coefficients.
 """
