@@ -146,7 +146,7 @@ def test_predict_checks_its_arguments() -> None:
 
 def test_a_time_is_a_duration() -> None:
     assert parse_time("1.5h") == 5400.0 and parse_time("90s") == 90.0 and parse_time("10m") == 600.0
-    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 10
+    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 1  # the schedule holds at any length
     for bad in ("0s", "3000", "ten minutes", "-5m", "1e9"):
         with pytest.raises(training.UserError, match="--time"):
             parse_time(bad)

@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 from torch.utils.data import DataLoader, Sampler
 
-from operators.files import DataError
+from applicative import DataError
 
 from .pairs import PairStream, batch
 from .rows import mib

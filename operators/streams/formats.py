@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from applicative import DataError
 from operators import files
-from operators.files import DataError
 
 from .rows import FlatRows, HDF5Rows, MemoryRows, Rows, mib, torch_dtype
 

@@ -17,8 +17,9 @@ import numpy as np
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from applicative import DataError
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, OUTPUT_KEYS, Channels, _channels_last, infer_dims, pick_key
-from operators.files import DataError, contents
+from operators.files import contents
 from operators.layout import Axis, LayoutError, check_layout
 
 from .formats import open_rows

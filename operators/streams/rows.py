@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from operators.files import DataError
+from applicative import DataError
 
 #: bytes of the chunk cache an HDF5 reader keeps at most (a chunk larger than this is read through)
 HDF5_CACHE = 64 * 2**20

@@ -37,8 +37,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from applicative import DataError
 from operators.dataset import AXIS_NAMES, Samples, _check_scales
-from operators.files import DataError
 from operators.layout import Axis, LayoutError, check_layout
 
 from .pairs import PairStream
@@ -246,8 +246,7 @@ class Summary:
             name = AXIS_NAMES[i]
             try:
                 check_layout(self.ends[1][i].witness(), axis, 1, name, f"{where}, key {keys[1]!r}")
-                if axis.layout == "periodic":
-                    check_layout(self.ends[0][i].witness(), axis, 1, name, f"{where}, key {keys[0]!r}", ends=False)
+                check_layout(self.ends[0][i].witness(), axis, 1, name, f"{where}, key {keys[0]!r}", ends=False)
             except LayoutError as e:
                 raise DataError(str(e)) from None
 
