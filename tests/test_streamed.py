@@ -160,3 +160,27 @@ def test_a_checkpoint_of_one_process_resumes_under_two(tmp_path: Path) -> None:
     a, c = _weights(tmp_path / "one"), _weights(tmp_path / "mixed")
     for k in a:
         torch.testing.assert_close(c[k], a[k], rtol=1e-10, atol=1e-12, msg=k)
+
+
+@pytest.mark.parametrize("boundary", ["periodic", "zero"])
+def test_stream_scales_are_the_in_memory_scales(tmp_path: Path, boundary: str) -> None:
+    """The operator model's scales from one streaming pass's moments equal those it fits on the samples in memory
+    (:meth:`models.operator.OperatorModel.fit_scales`), the outputs' mean kept at zero on a vanishing boundary."""
+    from operators.streams import summarise
+    from training.tasks import streamed_operator
+    from training.tasks.operator.config import Config
+    from training.tasks.operator.model import build
+    from training.tasks.operator.shape import Shape
+
+    heat.write(tmp_path / "h.npz", 40, 16, 1, seed=2, rows=16)
+    axes = (Axis(boundary),) if boundary == "periodic" else (Axis("chebyshev", boundary="zero"),)
+    stream = open_pairs(tmp_path / "h.npz", axes, input_key="u0", output_key="u", memory=MiB)
+    shape = Shape(stream.axes, *stream.channels)
+    config = Config(modes=8, width=8, hidden=8, reader_width=8, depth=1)
+    streamed, memory = build(config, shape), build(config, shape)
+    streamed_operator.fit_scales(streamed, summarise(stream, memory=MiB))
+    x, y = stream.read(np.arange(len(stream)))
+    memory.fit_scales(x, y)
+    for name, value in memory.state_dict().items():
+        if "shift" in name or "scale" in name:
+            torch.testing.assert_close(streamed.state_dict()[name], value, rtol=1e-9, atol=1e-12, msg=name)
