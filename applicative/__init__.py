@@ -41,10 +41,11 @@ from ._attention import (
     scaled_softmax,
     self_attention,
 )
-from ._data import DataStructure, same_values, unsqueeze_batch
-from ._errors import StructureError
+from ._data import DataStructure, Lineage, per_example, same_values, unsqueeze_batch
+from ._errors import DataError, InputError, StructureError, UserError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
+from ._inputs import clear_padding, require_finite
 from ._layers import layer_norm, mlp, residual
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, galerkin_lowering, sdpa_lowering
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
@@ -66,10 +67,13 @@ __all__ = [
     "Capability",
     "Causal",
     "CausalSoftmax",
+    "DataError",
     "DataStructure",
     "Field",
     "FlexSoftmax",
+    "InputError",
     "LayerNorm",
+    "Lineage",
     "Linear",
     "LinearAttention",
     "Lowering",
@@ -89,12 +93,14 @@ __all__ = [
     "Stacked",
     "Structure",
     "StructureError",
+    "UserError",
     "Vector",
     "add",
     "attention",
     "cannot_lower",
     "cat",
     "check_compatible",
+    "clear_padding",
     "counit",
     "dot",
     "expect_field",
@@ -113,9 +119,11 @@ __all__ = [
     "mul_mv",
     "mul_vm",
     "outer",
+    "per_example",
     "pointwise",
     "pointwise2",
     "pure",
+    "require_finite",
     "require_order",
     "residual",
     "same_values",

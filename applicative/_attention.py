@@ -39,6 +39,7 @@ from . import _kernels as kernels
 from ._algebra import join, mul_mm, mul_mmt
 from ._errors import StructureError
 from ._field import Field, check_compatible
+from ._inputs import clear_padding
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, at_each_query
 from ._ring import Capability, Ring
 from ._structure import Structure, require_order
@@ -115,7 +116,7 @@ class FlexSoftmax(ScaledSoftmax):
     """:class:`ScaledSoftmax` lowered through ``flex_attention``: masked key blocks are skipped, not computed.
 
     For keys whose measure hides positions (``Padded``, trees, ragged batches) and for
-    ``Causal(FlexSoftmax(c))``; see :mod:`applicative._flex` for when it beats dense SDPA.
+    ``Causal(FlexSoftmax(c))``; see ``applicative._flex`` for when it beats dense SDPA.
     ``compiled=False`` runs flex's eager reference (for tests: no compile time). Where torch
     does not provide the kernel (on CPU: compiled ``float64``, or a backward) it lowers to dense SDPA.
     """
@@ -248,10 +249,16 @@ def attention(
 
     Returns:
         ``*I x G``.
+
+    Keys and values at positions of weight zero (padding) are selected out first
+    (:func:`~applicative.clear_padding`): whatever they hold, no output and no gradient reads them. A query at
+    padding is attended with like any other (as in PyTorch): its output is meaningless, and finite as long as
+    the query is (a model clears its input's padding).
     """
     check_compatible("attention", queries, keys, values, names=("queries", "keys", "values"))
     join("attention", "the queries' features", queries.structures[-1], "the keys' features", keys.structures[1])
     join("attention", "the keys' positions", keys.structures[0], "the values' positions", values.structures[0])
+    keys, values = clear_padding(keys), clear_padding(values)
     own = lowered(normalise, queries, keys, values) if fused else None
     return own if own is not None else generic_attention(normalise, queries, keys, values)
 

@@ -1,4 +1,7 @@
-"""The library's one exception type."""
+"""The library's exceptions: :class:`StructureError` for values that do not line up, and :class:`UserError`, the
+one root of what a user can fix (a command line reports it in one line), with its kinds :class:`DataError` and
+:class:`InputError`. Every package above raises these (or subclasses of them), never a copy of its own.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,25 @@ class StructureError(ValueError):
     """Values do not line up: mismatched structures, shapes, dtypes, devices or invalid data.
 
     Messages say what was expected, what came, and how to fix it.
+    """
+
+
+class UserError(Exception):
+    """Something the user can fix (a config value, a file, a directory): reported in one line, no traceback."""
+
+
+class DataError(UserError, ValueError):
+    """Data that cannot be used as declared (a file's format, keys, shapes, dtype, counts or values; a grid that
+    contradicts its layout); the message names the file or array, what is wrong and the fix.
+
+    A :class:`ValueError` too, so code that guards a call with ``except ValueError`` keeps working.
+    """
+
+
+class InputError(UserError, ValueError):
+    """An argument a model or function cannot take (its type, shape, dtype, range); the message names the argument.
+
+    A :class:`ValueError` too, so code that guards a call with ``except ValueError`` keeps working.
     """
 
 

@@ -12,7 +12,7 @@ measure at the positions (``None``: counting)::
                       = a W b,  W = Pᵀ diag(w) P            (another basis: the metric)
     affine x W b      = contract x Wᵀ + b
     mass              = Σ_j w_j
-    softmax x         = e^x / Σ_j w_j e^{x_j}              at the positions
+    softmax x         = e^x / Σ_j w_j e^{x_j}              at the positions (0 where w_j = 0)
     layer_norm x      = (x - μ) / sqrt(σ² + ε) · γ + β,    μ = counit x / mass,  σ² = contract (x-μ) (x-μ) / mass
 
 ``pure``, ``fmap``, ``zip_with``, ``counit``, ``contract`` and ``affine`` are what a structure's methods of
@@ -59,7 +59,7 @@ def batch_shape(s: Contract) -> torch.Size:
     """The leading batch shape of the per-example data of ``s``: ``()`` for a structure without any.
 
     Only a :class:`~applicative.DataStructure` holds per-example data and declares ``batch_shape``; the kernels
-    see structures through :class:`~applicative._contract.Contract` and read it where it is declared.
+    see structures through ``Contract`` and read it where it is declared.
     """
     shape: torch.Size | None = getattr(s, "batch_shape", None)
     return _NO_BATCH if shape is None else shape
@@ -162,8 +162,22 @@ def counit(s: Contract, x: Tensor, dim: int, ring: Ring) -> Tensor:
     x, d, lw = log_weights(s, x, d)
     if lw is None:
         return ring.sum(x, d)
-    y = ring.mul(ring.weights(lw), x)
-    return ring.sum(torch.where(torch.isneginf(lw), ring.zero(y), y), d)
+    hidden = torch.isneginf(lw)
+    y = ring.mul(ring.weights(lw), torch.where(hidden, 0, x))  # selected before any arithmetic: no 0 · NaN
+    return ring.sum(torch.where(hidden, ring.zero(y), y), d)
+
+
+def cleared(s: Contract, x: Tensor, dim: int) -> Tensor:
+    """``x`` with its values at the positions of weight zero along ``dim`` set to ``0`` by selection.
+
+    What a model does to its input (:func:`applicative.clear_padding`): whatever the padding held (NaN,
+    infinities), neither it nor its gradient reaches anything. A structure stored in another basis, or
+    without zero weights, leaves ``x`` as it is.
+    """
+    if s.basis is not None:
+        return x
+    lined_up, _, lw = log_weights(s, x, dim % x.ndim)  # x with the structure's batch axes in front, and log w
+    return x if lw is None else torch.where(torch.isneginf(lw), 0, lined_up)
 
 
 # ---- derived kernels ------------------------------------------------------------
@@ -184,9 +198,10 @@ def contract(s: Contract, a: Tensor, b: Tensor, ring: Ring) -> Tensor:
     a, da = pad_before(a, a.ndim - 2, q)  # the weights line up with the batch, not with m
     b, db = pad_before(b, b.ndim - 2, q)
     lwa, lwb = aligned(lw, da, 0).unsqueeze(-2), aligned(lw, db, 1)  # (*batch, 1.., 1, n), (*batch, 1.., n, 1)
-    wa = ring.mul(ring.weights(lwa), a)
-    wa = torch.where(torch.isneginf(lwa), ring.zero(wa), wa)
-    return ring.matmul(wa, torch.where(torch.isneginf(lwb), ring.zero(b), b))
+    hidden_a, hidden_b = torch.isneginf(lwa), torch.isneginf(lwb)
+    wa = ring.mul(ring.weights(lwa), torch.where(hidden_a, 0, a))  # selected before any arithmetic
+    wa = torch.where(hidden_a, ring.zero(wa), wa)
+    return ring.matmul(wa, torch.where(hidden_b, ring.zero(b), b))
 
 
 def affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ring) -> Tensor:
@@ -197,7 +212,7 @@ def affine(s: Contract, x: Tensor, weight: Tensor, bias: Tensor | None, ring: Ri
         lw = measure(s, _real_dtype(x), x.device)
         if lw is None:
             return nnf.linear(x, weight, bias)
-        return nnf.linear(torch.where(torch.isneginf(lw), 0, x * lw.exp()), weight, bias)
+        return nnf.linear(torch.where(torch.isneginf(lw), 0, x) * lw.exp(), weight, bias)  # exp(-inf) = 0
     return affine_by_contract(s, x, weight, bias, ring)
 
 
@@ -232,14 +247,17 @@ def softmax(s: Contract, x: Tensor, dim: int) -> Tensor:
     x, d, lw = log_weights(s, x, d)
     if lw is None:
         return torch.softmax(x, d)
-    lse = torch.logsumexp(torch.where(torch.isneginf(lw), -math.inf, x + lw), d, keepdim=True)
-    return torch.exp(x - lse)
+    hidden = torch.isneginf(lw)
+    x = torch.where(hidden, 0, x)  # selected before any arithmetic: neither the padding nor its gradient is read
+    lse = torch.logsumexp(torch.where(hidden, -math.inf, x + lw), d, keepdim=True)
+    return torch.where(hidden, 0, torch.exp(x - lse))
 
 
 def layer_norm(s: Contract, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     """Layer norm over the last axis; mean by the counit, variance by the contraction (exact in any basis)."""
     if s.basis is None and not batch_shape(s) and measure(s, _real_dtype(x), x.device) is None:
         return nnf.layer_norm(x, (s.size,), weight, bias, eps)
+    x = cleared(s, x, -1)  # positions of weight zero: selected out before any arithmetic
     m = mass(s, x)
     centred = x - s.pure(s.counit(x, -1, REAL) / m, -1)
     var = s.contract(centred.unsqueeze(-2), centred.unsqueeze(-1), REAL)[..., 0, 0] / m
@@ -292,7 +310,7 @@ def factor(s: Contract, x: Tensor) -> Tensor:
         # a metric per example, possibly singular (padding): factor through the product grid instead,
         # x L = (P x) sqrt(w) with P the positions there, so (x L)(y L)ᵀ = x Pᵀ diag(w) P y = x W y
         v, _, lw = log_weights(s, positions(s, x, -1, grid(s)), x.ndim - 1, grid(s))
-        return v if lw is None else torch.where(torch.isneginf(lw), 0, v * (0.5 * lw).exp())
+        return v if lw is None else torch.where(torch.isneginf(lw), 0, v) * (0.5 * lw).exp()
     if s.basis is not None:
         if torch.compiler.is_compiling():
             chol: Tensor = torch.linalg.cholesky(s.metric(torch.float64, x.device))
@@ -301,16 +319,16 @@ def factor(s: Contract, x: Tensor) -> Tensor:
     x, _, lw = log_weights(s, x, x.ndim - 1)
     if lw is None:
         return x
-    return torch.where(torch.isneginf(lw), 0, x * (0.5 * lw).exp())
+    return torch.where(torch.isneginf(lw), 0, x) * (0.5 * lw).exp()  # selected first; exp(-inf) = 0
 
 
 def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
     """Keys ``(..., n, e)`` and values ``(..., n, g)`` at the positions of ``s``, and the bias ``log w`` ``(..., n)``.
 
     Another basis is sampled at its product grid (the quadrature points of its measure).
-    Keys and values at positions of weight zero (padding) are set to ``0``: the bias ``-inf`` gives them
-    weight zero, but a zero weight times a NaN or an infinity held there is NaN, and padding must not
-    reach a valid output whatever it holds.
+    Keys and values at positions of weight zero (padding) are selected out (set to ``0`` before any
+    arithmetic): the bias ``-inf`` gives them weight zero, but a zero weight times a NaN or an infinity held
+    there is NaN, and padding must reach neither a valid output nor a gradient, whatever it holds.
     """
     points = None
     if s.basis is not None:

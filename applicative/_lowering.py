@@ -58,7 +58,7 @@ class Lowering:
 
     Attributes:
         name: how errors and laws name it.
-        kernel: the kernel (:data:`Kernel`); it must equal the normalisation's generic definition (the law
+        kernel: the kernel (``Kernel``); it must equal the normalisation's generic definition (the law
             checker checks each declared lowering against it).
         causal: the kernel also computes the causal form (keys after the query hidden).
         needs: what it needs of the ring (:class:`~applicative.Capability`).

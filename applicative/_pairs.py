@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from . import _kernels as k
-from ._data import DataStructure, batch_shape, data_of, static_of, with_data
+from ._data import DataStructure, batch_shape, data_of, derived, static_of, with_data
 from ._errors import StructureError
 from ._ring import Ring
 from ._structure import Basis, Structure
@@ -114,8 +114,21 @@ class Pairs(DataStructure):
         n = len(data_of(self.a))
         return Pairs(with_data(self.a, data[:n]), with_data(self.b, data[n:]))
 
+    def derived(self, how: Hashable, data: tuple[Tensor, ...]) -> Pairs:
+        n = len(data_of(self.a))
+        return Pairs(derived(self.a, how, data[:n]), derived(self.b, how, data[n:]))
+
     def static(self) -> Hashable:
         return (type(self.a), static_of(self.a), type(self.b), static_of(self.b))
+
+    def __eq__(self, other: object) -> bool:
+        """Factor by factor: equal factors, in the same order."""
+        if self is other:
+            return True
+        return isinstance(other, Pairs) and type(other) is type(self) and self.a == other.a and self.b == other.b
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.a, self.b))
 
     @property
     def batch_shape(self) -> torch.Size:

@@ -4,38 +4,32 @@ Padded sequences, batches of DAGs and of graphs share one plan: the axis has ``s
 the first ``count[i]`` of them, and the others are padding -- weight zero under the counting measure of each
 example's own positions, so no counit, softmax or attention reads them. :class:`Ragged` writes that once: the
 :attr:`~Ragged.mask`, the measure, and the concatenation of batches of different sizes (each per-example tensor
-padded along its ragged axis to the largest, with the fill its class declares).
+padded along the axis its field declares, with the fill it declares: :func:`~applicative.per_example`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self
+from typing import Self
 
 import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from ._data import DataStructure
+from ._data import DataStructure, per_example, static_fields, tensor_fields
 from ._errors import StructureError
 
 
 class Ragged(DataStructure):
     """A :class:`~applicative.DataStructure` whose example ``i`` owns the first ``count[i]`` of ``size`` positions.
 
-    Declare, beside :attr:`~applicative.DataStructure.tensors`, the per-example ``count`` ``(*batch,)`` (an attribute
-    or a property) and, per tensor in ``tensors`` order, how it pads when batches of different sizes are joined
-    (:attr:`padding`). The measure is the counting measure on each example's positions (``-inf`` at padding).
+    Declares the per-example ``count`` ``(*batch,)``; a subclass declares its other per-example tensors, each
+    with the axis it pads along when batches of different sizes are joined (``per_example(pad_axis=..., fill=...)``).
+    The measure is the counting measure on each example's positions (``-inf`` at padding).
     """
 
-    count: Tensor
-    #: per tensor (``tensors`` order): ``(axis, fill)`` -- the axis padded to the largest batch's, and the value
-    #: written there -- or ``None`` for a tensor joined as it is (the counts, say)
-    padding: ClassVar[tuple[tuple[int, int] | None, ...]] = ()
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.count.shape
+    #: ``(*batch,)``: how many positions example ``i`` owns (the first ``count[i]`` of ``size``)
+    count: Tensor = per_example(event_dims=0)
 
     @property
     def mask(self) -> Tensor:
@@ -51,24 +45,21 @@ class Ragged(DataStructure):
     def concat(cls, structures: Sequence[Self]) -> Self:
         """Batches joined along their first batch axis, each tensor padded along its ragged axis to the largest."""
         first = structures[0]
-        if any(type(s) is not type(first) or not s.batch_shape or _fixed(s) != _fixed(first) for s in structures):
+        fixed = static_fields(cls)[1:]  # the settings besides the size: they must agree to join
+        if any(
+            type(s) is not type(first) or not s.batch_shape or any(getattr(s, f) != getattr(first, f) for f in fixed)
+            for s in structures
+        ):
             raise StructureError(
                 f"cannot concatenate {[repr(s) for s in structures][:3]}: {type(first).__name__} batches with a batch "
                 "axis (and the same other settings) needed"
             )
-        data = []
-        for i, pad in enumerate(cls.padding or (None,) * len(cls.tensors)):
-            parts = [s.data()[i] for s in structures]
-            if pad is not None:
-                axis, fill = pad
-                n = max(t.shape[axis] for t in parts)
-                parts = [nnf.pad(t, [0, 0] * (-axis - 1) + [0, n - t.shape[axis]], value=fill) for t in parts]
-            data.append(torch.cat(parts, 0))
-        out = first.with_data(tuple(data))
-        out.size = max(s.size for s in structures)
-        return out
-
-
-def _fixed(s: Ragged) -> dict[str, Any]:
-    """What a structure holds besides its size and tensors (copied unchanged by ``with_data``): must agree to join."""
-    return {k: v for k, v in vars(s).items() if k != "size" and k not in s.tensors and not k.startswith("_")}
+        joined = {}
+        for name, spec in tensor_fields(cls):
+            parts = [getattr(s, name) for s in structures]
+            if spec.pad_axis is not None:
+                axis, n = spec.pad_axis, max(t.shape[spec.pad_axis] for t in parts)
+                parts = [nnf.pad(t, [0, 0] * (-axis - 1) + [0, n - t.shape[axis]], value=spec.fill) for t in parts]
+            joined[name] = torch.cat(parts, 0)
+        lineage = (first.lineage, ("concat", tuple(s.lineage for s in structures[1:])))
+        return first._replaced(lineage, size=max(s.size for s in structures), **joined)

@@ -66,13 +66,13 @@ PytreeNode = tuple[
 class Structure:
     """Abstract base of every structure: one axis of a field, ``Applicative`` and ``Counit``.
 
-    The contract (DESIGN §3). Most structures are an index set with a measure; a
+    The contract. Most structures are an index set with a measure; a
     structure author writes only:
 
     1. ``size`` (equality is the class and the size; define ``__eq__`` and ``__hash__``
        if more identifies it, as :class:`Stacked` does). Per-example data, if it has any:
-       derive from :class:`~applicative.DataStructure` and name the tensor attributes
-       (``tensors = ("probs",)``); its equality, ``.to(device)``, batch indexing and concatenation
+       derive from :class:`~applicative.DataStructure` and declare each tensor as a field
+       (``probs: Tensor = per_example(event_dims=1)``); its equality, ``.to(device)``, batch indexing and concatenation
        come with that base (with :class:`~applicative.Ragged` for examples of different sizes).
        Every structure is a pytree node, whose leaves are its per-example tensors;
     2. its stored basis, if values are not stored at their positions
@@ -83,7 +83,7 @@ class Structure:
     4. only if pairing is data dependent (trees): :meth:`join` and :meth:`refine`
        (and, to walk both structures at once, :meth:`inner`).
 
-    Everything else is derived once (:mod:`applicative._kernels`). ``pure``, ``fmap``,
+    Everything else is derived once (:mod:`applicative.kernels`). ``pure``, ``fmap``,
     ``zip_with``, ``counit``, ``contract`` and ``affine`` are methods here, one-line shells over
     those free functions: a structure may override one for speed, and the law checker checks the
     override against the derived and the generic definitions. The rest -- the change of basis
@@ -91,7 +91,7 @@ class Structure:
     lowering -- are free functions of the structure only (public in :mod:`applicative.kernels`),
     built on those methods.
 
-    Capabilities (DESIGN §5) are declared, not assumed: :attr:`ordered` (causal
+    Capabilities are declared, not assumed: :attr:`ordered` (causal
     masks; :func:`~applicative.require_order` asks for it), :attr:`periodic` (coordinates on a circle),
     :attr:`real` (values must be real floating point), :meth:`split` (attention heads),
     :meth:`coordinates` (positions on ``[-1, 1]``), :meth:`stack` (the heads' outputs side by side), and

@@ -4,8 +4,9 @@ Both learn ``a ↦ u`` for ``-∇·(a∇u) = 1`` on ``[0, 1]²``, ``u = 0`` on t
 finite-difference data (:mod:`operators.darcy.data`: ``points x points`` nodes, solved on a grid twice as fine),
 for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`` ``a ∈ {3, 12}``.
 
-* The Funcformer: :class:`training.tasks.darcy.model.DarcyModel` with the ``--preset`` (default: the example's
-  default) and ``--config`` overrides; its own recipe (Adam, one-cycle schedule, gradient clipping).
+* The Funcformer: the operator model (:class:`models.OperatorModel`) as ``python -m examples.darcy`` trains it,
+  with the ``--preset`` (default: the example's default) and ``--config`` overrides; its own recipe (Adam,
+  one-cycle schedule, gradient clipping).
 * The FNO, as neuraloperator recommends for Darcy (``config/darcy_config.py`` of neuraloperator 2.0: the
   small 2-D FNO, ``n_modes=(16, 16)``, 4 layers, lifting and projection channel ratios 2, ``norm="group_norm"``,
   grid positional embedding; AdamW, learning rate ``5e-3``, weight decay ``1e-4``, StepLR halving the rate
@@ -15,10 +16,9 @@ for the smooth ``lognormal`` family ``a = e^g`` and the FNO paper's ``piecewise`
   standardised ``log a`` on the grid (their recipe standardises the input too) and writes ``u`` there.
   Their recipe trains on the H1 loss; here both train on the metric reported, the squared relative L² error.
 
-With the preset's ``augment`` (the square's symmetries, :func:`operators.darcy.data.symmetry`) both
-models train on the same moved batches: the symmetries are a property of the data, not of either model, so
-the FNO gets them too (neuraloperator's recipe has no augmentation; ``--config augment=false`` trains both
-without).
+With the preset's ``augment`` (the square's symmetries, :mod:`operators.symmetry`) both models train on the same
+moved batches: the symmetries are a property of the data, not of either model, so the FNO gets them too
+(neuraloperator's recipe has no augmentation; ``--config augment=none`` trains both without).
 
 Budgets: **equal steps** (both ``--steps``, the same batch and data order) and **equal wall clock**: the model
 faster per step is trained again, from scratch with its schedule stretched over as many steps as fit in the
@@ -39,8 +39,8 @@ Subnormal floats are flushed to zero on the CPU for both models, as :func:`train
 step takes 109 ms with them kept (``--keep-denormals``), the FNO's unchanged. The first line names the CPU.
 
     python benchmarks/darcy_vs_fno.py --quick                  # about a minute
-    python benchmarks/darcy_vs_fno.py --preset grid --compile funcformer   # the README's run: 6000 steps
-    python benchmarks/darcy_vs_fno.py --family piecewise --preset default --config reader=interpolant
+    python benchmarks/darcy_vs_fno.py --compile funcformer     # the README's run: 6000 steps
+    python benchmarks/darcy_vs_fno.py --family piecewise --config window=0
 
 Needs the optional ``bench`` extra: ``pip install -e ".[bench]"`` (``neuraloperator==2.0.0``).
 """
@@ -62,13 +62,17 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from instances.chebyshev import bubble, vandermonde
+from models.operator import OperatorModel
+from operators import symmetry
 from operators.darcy import data
 from training import UserError, denormals_flushed, flush_denormals
 from training.cli import Parser, run_cli, threads
 from training.distributed import device_of
 from training.tasks.darcy.config import PRESETS, Config
-from training.tasks.darcy.model import DarcyModel, bubble_matrix, grid_matrix
-from training.tasks.darcy.train import build_model, objective
+from training.tasks.darcy.model import SHAPE
+from training.tasks.darcy.train import samples_of
+from training.tasks.operator.task import build_model, objective
 
 
 def host() -> str:
@@ -111,6 +115,11 @@ def fno_widths(params: int, modes: int) -> list[int]:
     counts = {h: count(fno(h, modes)) for h in range(2, 97)}
     within = [h for h, c in counts.items() if abs(c / params - 1) <= 0.1]
     return within or [min(counts, key=lambda h: abs(counts[h] - params))]
+
+
+def moved(t: Tensor, which: Tensor | None) -> Tensor:
+    """Samples ``(batch, P, P, C)`` moved by the square's symmetries ``which`` (``None``: as they are)."""
+    return t if which is None else symmetry.move(t, which, "square", SHAPE.axes)
 
 
 def fno_seeded(hidden: int, modes: int, seed: int) -> nn.Module:
@@ -158,8 +167,8 @@ def train(
 ) -> Run:
     """Train from scratch for ``steps``; the held-out error at ``evals`` points (evaluation time not counted).
 
-    ``augment``: each batch moved by random symmetries of the square (:func:`~operators.darcy.data.symmetry`),
-    the same draws for every learner.
+    ``augment``: each batch moved by random symmetries of the square (:func:`operators.symmetry.draw`), the same
+    draws for every learner.
     """
     device = device or torch.device("cpu")
     model = learner.make().to(device)
@@ -181,7 +190,8 @@ def train(
         t0 = time.perf_counter()
         model.train()
         idx = torch.randint(0, n, (batch,), generator=g)
-        loss = learner.loss(model, idx, data.random_symmetries(batch, g) if augment else None)
+        which = symmetry.draw("square", batch, SHAPE.axes, exact.shape[-2:], g) if augment else None
+        loss = learner.loss(model, idx, which)
         opt.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         if learner.clip > 0:
@@ -214,9 +224,10 @@ def learners(
     on = a.device
     train_set = splits.train
     u = train_set.u.float().to(on)
-    probe = build_model(cfg, train_set)
-    x_ff = probe.inputs(train_set).float().to(on)
-    x_ff_test, x_ff_fine = probe.inputs(splits.test).to(on), probe.inputs(fine).to(on)
+    samples = samples_of(train_set, "training set")
+    probe = build_model(cfg, samples)
+    x_ff, u_ff = samples.inputs.to(on), samples.outputs.to(on, probe.dtype)
+    x_ff_test, x_ff_fine = splits.test.a[..., None].to(on), fine.a[..., None].to(on)
     log_a = train_set.a.log()
     shift, scale = float(log_a.mean()), float(log_a.std())
     x_fno = ((log_a - shift) / scale).float()[:, None].to(on)
@@ -226,14 +237,14 @@ def learners(
     params = count(probe)
 
     def ff_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
-        assert isinstance(m, DarcyModel)
-        x, exact = data.moved(x_ff[idx], u[idx], which)
-        return objective(m, x.contiguous(), exact)  # one memory layout for every move: no recompiling
+        assert isinstance(m, OperatorModel)
+        x, exact = moved(x_ff[idx], which), moved(u_ff[idx], which)
+        return objective(m, x.contiguous(), exact, cfg.smooth)  # one memory layout for every move: no recompiling
 
     def ff_predict(m: nn.Module, on_fine: bool) -> Tensor:
-        assert isinstance(m, DarcyModel)
+        assert isinstance(m, OperatorModel)
         x, p = (x_ff_fine, fine.a.shape[-1]) if on_fine else (x_ff_test, cfg.points)
-        return torch.cat([m.on_grid(m(x[i : i + 50]), p).double() for i in range(0, len(x), 50)])
+        return torch.cat([m.values(m(x[i : i + 50]), (p, p))[..., 0].double() for i in range(0, len(x), 50)])
 
     def ff_opt(m: nn.Module, steps: int) -> tuple[torch.optim.Optimizer, Callable[[int], None]]:
         opt = torch.optim.Adam(m.parameters(), lr=cfg.lr, betas=(0.9, cfg.beta2), weight_decay=cfg.weight_decay)
@@ -246,8 +257,8 @@ def learners(
         return opt, step
 
     def fno_loss(m: nn.Module, idx: Tensor, which: Tensor | None) -> Tensor:
-        x, exact = data.moved(x_fno[idx, 0], u[idx], which)
-        return data.relative_l2(m(x[:, None])[:, 0] / s_out, exact).pow(2).mean()
+        x, exact = moved(x_fno[idx].movedim(1, -1), which), moved(u[idx, ..., None], which)[..., 0]
+        return data.relative_l2(m(x.movedim(-1, 1))[:, 0] / s_out, exact).pow(2).mean()
 
     def fno_predict(m: nn.Module, on_fine: bool) -> Tensor:
         x = x_fno_fine if on_fine else x_fno_test
@@ -265,7 +276,7 @@ def learners(
         return opt, step
 
     def make_ff() -> nn.Module:
-        return build_model(cfg, train_set)
+        return build_model(cfg, samples)
 
     compiled = set(a.compile or ())
     ff = Learner("funcformer", make_ff, ff_loss, ff_predict, ff_opt, cfg.clip, "funcformer" in compiled)
@@ -295,11 +306,14 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
         flush=True,
     )
     cfg = cfg.replace(family=family)  # the preset's own family is the one --family overrides
+    if cfg.augment not in ("none", "square"):
+        raise UserError(f"config field augment={cfg.augment}: both models move by the square's (or none)")
+    augment = cfg.augment == "square"
     print(f"  funcformer {cfg}", flush=True)
     ff, fnos = learners(cfg, a, splits, fine)
     n_ff = count(ff.make())
     go = lambda learner, steps: train(  # noqa: E731
-        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, cfg.augment, a.device
+        learner, steps, len(splits.train), a.batch, cfg.seed, a.evals, splits.test.u, fine.u, augment, a.device
     )
     tried = []
     for learner in fnos:  # the peer at every width within the budget; the best is compared
@@ -326,7 +340,8 @@ def compare(family: data.Family, cfg: Config, a: argparse.Namespace) -> dict[str
     for r in (*runs, again):
         pts = "  ".join(f"{s}/{t:.0f}s {e:.2e}" for s, t, e in r.curve)
         print(f"    {r.name:10s} {r.steps:5d} steps: {pts}")
-    vb = grid_matrix(cfg.modes + 2, cfg.points) @ bubble_matrix(cfg.modes)
+    nodes = torch.linspace(-1, 1, cfg.points, dtype=torch.float64)
+    vb = vandermonde(nodes, cfg.modes + 2) @ bubble(cfg.modes)  # the zero-boundary series at the grid's nodes
     proj = vb @ torch.linalg.pinv(vb)
     floor = float(data.relative_l2(proj @ splits.test.u @ proj.mT, splits.test.u).mean())
     print(f"  series floor (least-squares u on the grid, {cfg.modes}² terms): {floor:.2e}")

@@ -48,7 +48,7 @@ class Row:
 
 def run(config: Config, corpus: data.Corpus, device: torch.device, steps: int, budget: float | None) -> LMTask:
     """Train a fresh ``config`` model for ``steps`` steps (stopping at ``budget`` seconds, if given)."""
-    task = LMTask(config.replace(steps=steps, warmup=min(config.warmup, steps // 10)), corpus, device)
+    task = LMTask(config.replace(steps=steps, warmup_steps=min(config.warmup_steps, steps // 10)), corpus, device)
     start = time.perf_counter()
     done = 0
     while done < steps:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     base = PRESETS["default"]
     if a.quick:
         base = base.replace(
-            context=32, width=32, hidden=128, heads=4, depth=1, batch=16, lr=1e-2, warmup=10, eval_batches=4
+            context=32, width=32, hidden=128, heads=4, depth=1, batch=16, lr=1e-2, warmup_steps=10, eval_batches=4
         )
     corpus = data.corpus(120_000 if a.quick else None)
     device = device_of(a.device)

@@ -49,6 +49,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from models.operator import sizes
 from operators.dataset import Samples, samples
 from operators.layout import Axis
 from training import UserError
@@ -58,7 +59,7 @@ from training.tasks.operator import PRESETS, Config
 from training.tasks.operator import fno as peer
 from training.tasks.operator.linear import least_squares
 from training.tasks.operator.rollout import UnrolledTask, horizon_errors, rollout, windows
-from training.tasks.operator.train import OperatorTask, check_fit, errors
+from training.tasks.operator.task import OperatorTask, check_fit, errors
 
 ROWS = ("poisson", "darcy-lognormal", "darcy-piecewise", "burgers", "navier-stokes")
 TARGETED = ("burgers", "navier-stokes")  # the issue's ratio target is on the periodic, time-dependent rows
@@ -338,9 +339,9 @@ def per_step(makes: list[Callable[[int], Learner]], steps: int, rounds: int = 5,
 
 def fitted(cfg: Config, train: Samples) -> Config:
     """``cfg`` with no more modes than the grid determines (a small ``--quick`` grid), checked like a user's run."""
-    room = min(p - (2 if a.bc == "zero" else 0) for a, p in zip(train.axes, train.grid, strict=True))
-    modes = min(cfg.modes, room - (1 - room % 2 if any(a.periodic for a in train.axes) else 0))
-    out = cfg.replace(modes=modes)
+    grid = train.grid
+    fits = [m for m in range(2, cfg.modes + 1) if all(n <= p for n, p in zip(sizes(train.axes, m), grid, strict=True))]
+    out = cfg.replace(modes=max(fits, default=cfg.modes))
     check_fit(out, train)
     return out
 

@@ -13,7 +13,7 @@ relative L² error over the FNO's; the last line is the worse of held-out and OO
 
     python benchmarks/poisson_vs_fno.py              # 600 steps each, then 120 s each
     python benchmarks/poisson_vs_fno.py --quick      # a minute, smaller data
-    python benchmarks/poisson_vs_fno.py --steps 1000 --budget 300 --threads 2
+    python benchmarks/poisson_vs_fno.py --steps 1000 --time 300 --threads 2
 
 Needs the optional ``bench`` extra: ``pip install -e ".[bench]"`` (``neuraloperator==2.0.0``).
 """
@@ -98,7 +98,7 @@ def grid_rel_l2(pred: Tensor, exact: Tensor) -> Tensor:
 def main(argv: list[str] | None = None) -> int:
     p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--budget", type=float, default=120.0, help="training seconds for each model (equal wall clock)")
+    p.add_argument("--time", type=float, default=120.0, help="training seconds for each model (equal wall clock)")
     p.add_argument("--steps", type=int, default=600, help="training steps for each model (equal steps)")
     p.add_argument("--grid", type=int, default=64, help="uniform grid points per axis for the FNO and the evaluation")
     p.add_argument("--fno-modes", type=int, default=16)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"neuraloperator is not installed ({e}); pip install -e '.[bench]'") from None
     torch.set_num_threads(a.threads)
     cfg = PRESETS["default"]
-    budget, steps, n_train, n_test, grid = a.budget, a.steps, cfg.n_train, cfg.n_test, a.grid
+    budget, steps, n_train, n_test, grid = a.time, a.steps, cfg.n_train, cfg.n_test, a.grid
     if a.quick:
         budget, steps, n_train, n_test, grid = 10.0, 100, 256, 32, 32
     splits = data.splits(n_train, n_test, cfg.seed, cfg.modes, sources=cfg.sources)

@@ -23,7 +23,7 @@ import sys
 import torch
 from torch import Tensor
 
-from applicative import DataStructure
+from applicative import DataStructure, per_example
 from applicative.laws import run_laws
 from training import Parser, run_cli
 from training.cli import bounded
@@ -33,7 +33,7 @@ from training.tasks.graph_signal import circle, train
 class Nodes(DataStructure):
     """Signals on the nodes of a fixed mesh or graph, integrated with a weight per node (its area)."""
 
-    tensors = ("area",)  # its data: moved by .to(device), compared by equality, batched with the values
+    area: Tensor = per_example(event_dims=1)  # (*batch, n): its data, moved by .to(device), batched with the values
 
     def __init__(self, area: Tensor) -> None:
         self.size, self.area = area.shape[-1], area.detach().clone()

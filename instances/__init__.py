@@ -1,9 +1,13 @@
 """Structures and rings: vectors, Chebyshev and Fourier series, trees, DAGs, graphs, distributions, quantum states,
 padded sequences; tropical, log and complex semirings.
 
-Each structure module writes only its contract (:mod:`applicative._structure`);
+Each structure module writes only its contract (:class:`applicative.Structure`);
 the law checker's arbitraries live in modules of their own beside it, which
 import the structure (never the other way round).
+
+A grid's axes are values too: :mod:`instances.layouts` (where the samples sit: structures whose measure is their
+quadrature) and :mod:`instances.axes` (the boundary -- a series, its basis and what it imposes -- the
+:class:`~instances.axes.Axis` holding both, and the one registry of their names).
 """
 
 from ._chebarbitrary import ChebyshevArbitrary

@@ -190,7 +190,7 @@ def values(c: Tensor, dim: int = -1, points: int | None = None, *, fft: bool | N
         points: the number ``m >= n`` of points (default ``n``); ``m >= 2n - 1``
             makes the values of products of two series exact.
         fft: ``True``: one ``irfft`` of length ``2m``; ``False``: a cached dense ``m x n``
-            matrix; ``None`` (default): the matrix up to :data:`DENSE_MAX_POINTS` points.
+            matrix; ``None`` (default): the matrix up to ``DENSE_MAX_POINTS`` points.
 
     Returns:
         ``c`` with axis ``dim`` replaced by the ``m`` values ``p(t_j)`` at :func:`points` ``(m)``.
@@ -216,7 +216,7 @@ def coefficients(v: Tensor, dim: int = -1, size: int | None = None, *, fft: bool
         dim: the values' axis.
         size: keep only the first ``size <= m`` coefficients (default all ``m``).
         fft: ``True``: one ``rfft`` of length ``2m``; ``False``: a cached dense ``size x m``
-            matrix; ``None`` (default): the matrix up to :data:`DENSE_MAX_POINTS` points.
+            matrix; ``None`` (default): the matrix up to ``DENSE_MAX_POINTS`` points.
 
     Returns:
         ``v`` with axis ``dim`` replaced by the coefficients (``m`` or ``size`` of them).

@@ -13,7 +13,7 @@ computed from those on first use (:func:`from_sources`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import torch
@@ -50,9 +50,13 @@ def build(
     depth: Tensor | None,
     mask: Tensor | None = None,
     sources: list[tuple[Tree, Tensor]] | None = None,
+    lineage: Hashable | None = None,
 ) -> Tree:
-    """A new tree of ``like``'s class and node algebra from already valid tensors (no checks)."""
-    return object.__new__(type(like)).fill(start, depth, like.algebra, mask, sources)
+    """A new tree of ``like``'s class and node algebra from already valid tensors (no checks).
+
+    ``lineage``: where its data came from (``None``: new data; see :attr:`applicative.DataStructure.lineage`).
+    """
+    return object.__new__(type(like)).fill(start, depth, like.algebra, mask, sources, lineage)
 
 
 def from_sources(t: Tree, of: str) -> Tensor:
@@ -112,7 +116,7 @@ def join(a: Tree, other: Structure, op: str) -> Structure:
         start, (ia, ib, mask) = None, merge_linear(sa, sb)
     else:  # one batched sort (the same results)
         start, ia, ib, mask = merge(sa, sb)
-    out = build(a, start, None, mask, [(a, ia), (b, ib)])
+    out = build(a, start, None, mask, [(a, ia), (b, ib)], (a.lineage, ("join", b.lineage)))
     if not compiling:
         a._last_join = (b, out)
     return out

@@ -10,17 +10,17 @@ of the first kind. A value on ``Chebyshev(n) × Chebyshev(m)`` (a
 
 The transforms between coefficients and values at the Chebyshev points of the
 first kind ``t_j = -cos(π(2j+1)/(2m))`` are DCTs computed with ``torch.fft``
-(see :mod:`instances._chebtransform`, re-exported here).
+(see ``instances._chebtransform``, re-exported here).
 
 The structure (the design source's ``CVector``) writes only its contract
-(:mod:`applicative._structure`):
+(:class:`applicative.Structure`):
 
 * basis: coefficients <-> values at first-kind points (:class:`ChebyshevBasis`),
   products exact on the ``2n - 1``-point grid;
 * measure: Fejér's first quadrature rule at those points (all weights
   positive; :func:`quadrature_weights`), and the exact metric ``W_nm = ∫ T_n T_m``.
 
-Everything else is derived from it (:mod:`applicative._kernels`):
+Everything else is derived from it (:mod:`applicative.kernels`):
 
 * ``fmap f`` -- values at the ``n`` points, ``f`` pointwise, interpolate back:
   the design source's ReLU. ``zip_with f a b`` -- values of both at ``2n - 1``

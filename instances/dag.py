@@ -47,14 +47,15 @@ gradients; (2) with ``combine = +`` it is linear: a node's value is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVarTuple, final
 
 import torch
 from torch import Tensor
 
-from applicative import Field, Ragged, StructureError
+from applicative import Field, Ragged, StructureError, per_example
 from applicative.tensors import summary
 
 from ._levels import fold_levels
@@ -87,88 +88,6 @@ class DAGSchedule:
     levels: tuple[DAGLevel, ...]
 
 
-def _from_lists(
-    cls: type[DAG], dags: Sequence[Sequence[Node]], operations: Sequence[str], device: torch.device | str | None = None
-) -> DAG:
-    """A batch from lists of nodes in topological order: ``None`` for a source, ``(op, i, j)`` for an operation.
-
-    ``DAG.from_lists([[None, None, ("+", 0, 1), ("*", 2, 2)]], ["+", "*"])`` is ``(a + b) * (a + b)``
-    with ``a + b`` computed once.
-    """
-    if isinstance(dags, str) or not isinstance(dags, Sequence) or not dags or not all(dags):
-        raise StructureError(
-            f"DAG.from_lists: expected a non-empty list of non-empty node lists, got {summary(dags, 60)}"
-        )
-    names = {name: k for k, name in enumerate(operations)}
-    n = max(len(d) for d in dags)
-    children: list[list[tuple[int, int]]] = []
-    ops: list[list[int]] = []
-    levels: list[list[int]] = []
-    for b, nodes in enumerate(dags):
-        row, codes = [(-1, -1)] * n, [0] * n
-        for i, node in enumerate(nodes):
-            if node is None:
-                continue
-            if not (isinstance(node, tuple) and len(node) == 3 and node[0] in names):
-                raise StructureError(
-                    f"DAG.from_lists: a node must be None (a source) or (op, i, j) with op one of "
-                    f"{sorted(names)}, got {summary(node)} at node {i} of DAG {b}"
-                )
-            codes[i], row[i] = names[node[0]], (node[1], node[2])
-        children.append(row)
-        ops.append(codes)
-        levels.append(_list_levels(row, len(nodes), b))
-    count = torch.tensor([len(d) for d in dags], dtype=torch.int64)
-    return cls(
-        torch.tensor(children, dtype=torch.int64, device=device),
-        torch.tensor(ops, dtype=torch.int64, device=device),
-        len(names),
-        count.to(device),
-        torch.tensor(levels, dtype=torch.int64, device=device),  # checked in one pass, not relaxed
-    )
-
-
-def _fold(self: DAG, x: Field[DAG, *A], combine: Callable[[Field[*A], Field[*A], Tensor], Field[*A]]) -> Field[DAG, *A]:
-    """Every node's value, from sources to sinks: ``x`` at the sources, ``combine`` at operation nodes.
-
-    Args:
-        x: a field ``DAG x ...`` on this batch (batch shape the DAGs'); read at the sources only.
-        combine: ``combine(left, right, op)`` on ``(n, ...)`` fields and ``(n,)`` codes (as for
-            :meth:`instances.Expressions.fold`: :func:`instances.by_op`, :class:`models.NodeCell`);
-            called once per level.
-
-    Returns:
-        ``DAG x ...``: each node's value (sources: their input; padding: as in ``x``).
-
-    Under ``torch.compile`` the first fold of a DAG builds its schedule, which reads the level sizes on
-    the host (a graph break); build it beforehand (``dag.schedule``) and the fold traces as one graph.
-    """
-    dag, rest = x.structures[0], x.axes[1:]
-    if not isinstance(dag, DAG) or not (dag is self or dag == self or dag.equals(self)):
-        raise StructureError(f"DAG.fold: the field's first axis {dag!r} is not this batch's {self!r}")
-    if tuple(x.batch_shape) != tuple(self.batch_shape):
-        raise StructureError(
-            f"DAG.fold: the field's batch {tuple(x.batch_shape)} must be the DAGs' {tuple(self.batch_shape)} "
-            "(one DAG per example)"
-        )
-    s = self.schedule
-    inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
-    buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
-    levels = ((level.left, level.right, level.out, level.out) for level in s.levels)  # k reads levels < k
-    fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "DAG.fold")
-    return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
-
-
-def _last(self: DAG, x: Field[DAG, *A]) -> Field[*A]:
-    """The values at each example's last node (a sink: nothing comes after it): ``(*batch, ...)``."""
-    if not isinstance(x.structures[0], DAG) or x.structures[0].size != self.size:
-        raise StructureError(f"DAG.last: expected a field on {self!r}, got one on {x.structures[0]!r}")
-    rows = self.count.numel()
-    t = x.tensor.reshape(rows, self.size, *x.tensor.shape[len(self.batch_shape) + 1 :])
-    picked = t[torch.arange(rows, device=t.device), (self.count.reshape(-1) - 1).to(t.device)]
-    return Field.unchecked(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
-
-
 @final
 class DAG(Ragged):
     """A batch of ragged DAGs: positions are each example's nodes in topological order (:class:`~applicative.Ragged`).
@@ -185,10 +104,15 @@ class DAG(Ragged):
             node with exactly one child, a code out of range, or a wrong ``level``.
     """
 
-    tensors = ("children", "ops", "level", "count")
-    event_dims = 2
-    padding = ((-2, -1), (-1, 0), (-1, 0), None)  # padding nodes: no children, code 0, level 0
-    _schedule: DAGSchedule | None = None  # built on first use (a cache: with_data drops it)
+    # padding nodes (to the most nodes, when batches join): no children, code 0, level 0
+    #: ``(*batch, N, 2)`` the two children of each operation node, ``-1 -1`` at a source and at padding
+    children: Tensor = per_example(event_dims=2, pad_axis=-2, fill=-1)
+    #: ``(*batch, N)`` the operation code of each node (read at operation nodes only)
+    ops: Tensor = per_example(event_dims=1, pad_axis=-1, fill=0)
+    #: ``(*batch, N)`` each node's level: ``0`` at a source, ``1 +`` the larger child level otherwise
+    level: Tensor = per_example(event_dims=1, pad_axis=-1, fill=0)
+    #: how many operations there are: codes lie in ``[0, operations)``
+    operations: int
 
     def __init__(
         self, children: Tensor, ops: Tensor, operations: int, count: Counts = None, level: Tensor | None = None
@@ -196,30 +120,100 @@ class DAG(Ragged):
         self.children, self.ops, self.level, self.count = _checked(children, ops, operations, count, level)
         self.size, self.operations = self.children.shape[-2], operations
 
-    from_lists = classmethod(_from_lists)
+    @classmethod
+    def from_lists(
+        cls, dags: Sequence[Sequence[Node]], operations: Sequence[str], device: torch.device | str | None = None
+    ) -> DAG:
+        """A batch from lists of nodes in topological order: ``None`` for a source, ``(op, i, j)`` for an operation.
+
+        ``DAG.from_lists([[None, None, ("+", 0, 1), ("*", 2, 2)]], ["+", "*"])`` is ``(a + b) * (a + b)``
+        with ``a + b`` computed once.
+        """
+        if isinstance(dags, str) or not isinstance(dags, Sequence) or not dags or not all(dags):
+            raise StructureError(
+                f"DAG.from_lists: expected a non-empty list of non-empty node lists, got {summary(dags, 60)}"
+            )
+        names = {name: k for k, name in enumerate(operations)}
+        n = max(len(d) for d in dags)
+        children: list[list[tuple[int, int]]] = []
+        ops: list[list[int]] = []
+        levels: list[list[int]] = []
+        for b, nodes in enumerate(dags):
+            row, codes = [(-1, -1)] * n, [0] * n
+            for i, node in enumerate(nodes):
+                if node is None:
+                    continue
+                if not (isinstance(node, tuple) and len(node) == 3 and node[0] in names):
+                    raise StructureError(
+                        f"DAG.from_lists: a node must be None (a source) or (op, i, j) with op one of "
+                        f"{sorted(names)}, got {summary(node)} at node {i} of DAG {b}"
+                    )
+                codes[i], row[i] = names[node[0]], (node[1], node[2])
+            children.append(row)
+            ops.append(codes)
+            levels.append(_list_levels(row, len(nodes), b))
+        count = torch.tensor([len(d) for d in dags], dtype=torch.int64)
+        return cls(
+            torch.tensor(children, dtype=torch.int64, device=device),
+            torch.tensor(ops, dtype=torch.int64, device=device),
+            len(names),
+            count.to(device),
+            torch.tensor(levels, dtype=torch.int64, device=device),  # checked in one pass, not relaxed
+        )
 
     @property
     def sources(self) -> Tensor:
         """``(*batch, N)``: ``True`` at sources (nodes whose value is the input's)."""
         return self.mask & (self.children[..., 0] < 0)
 
-    @property
+    @functools.cached_property
     def schedule(self) -> DAGSchedule:
-        """The level schedule (built on first use; the batch flattened to ``R`` rows)."""
-        if self._schedule is None:
-            self._schedule = _schedule(self.children, self.level, self.mask)
-        return self._schedule
+        """The level schedule (built on first use and kept, as a cache; the batch flattened to ``R`` rows)."""
+        return _schedule(self.children, self.level, self.mask)
 
     @property
     def height(self) -> int:
         """The largest level: the number of batched steps a fold takes."""
         return len(self.schedule.levels)
 
-    def static(self) -> Hashable:
-        return (super().static(), self.operations)
+    def fold(self, x: Field[DAG, *A], combine: Callable[[Field[*A], Field[*A], Tensor], Field[*A]]) -> Field[DAG, *A]:
+        """Every node's value, from sources to sinks: ``x`` at the sources, ``combine`` at operation nodes.
 
-    fold = _fold
-    last = _last
+        Args:
+            x: a field ``DAG x ...`` on this batch (batch shape the DAGs'); read at the sources only.
+            combine: ``combine(left, right, op)`` on ``(n, ...)`` fields and ``(n,)`` codes (as for
+                :meth:`instances.Expressions.fold`: :func:`instances.by_op`, :class:`models.NodeCell`);
+                called once per level.
+
+        Returns:
+            ``DAG x ...``: each node's value (sources: their input; padding: as in ``x``).
+
+        Under ``torch.compile`` the first fold of a DAG builds its schedule, which reads the level sizes on
+        the host (a graph break); build it beforehand (``dag.schedule``) and the fold traces as one graph.
+        """
+        dag, rest = x.structures[0], x.axes[1:]
+        if not isinstance(dag, DAG) or not (dag is self or dag == self or dag.equals(self)):
+            raise StructureError(f"DAG.fold: the field's first axis {dag!r} is not this batch's {self!r}")
+        if tuple(x.batch_shape) != tuple(self.batch_shape):
+            raise StructureError(
+                f"DAG.fold: the field's batch {tuple(x.batch_shape)} must be the DAGs' {tuple(self.batch_shape)} "
+                "(one DAG per example)"
+            )
+        s = self.schedule
+        inner = x.tensor.shape[x.tensor.ndim - len(rest) :]
+        buffer = x.tensor.reshape(s.rows * s.nodes, *inner).clone()  # (R N, ...): one row per node slot
+        levels = ((level.left, level.right, level.out, level.out) for level in s.levels)  # k reads levels < k
+        fold_levels(buffer, levels, self.ops.reshape(-1), rest, x.ring, combine, "DAG.fold")
+        return Field.unchecked(buffer.reshape(x.tensor.shape), (self, *rest), x.ring)
+
+    def last(self, x: Field[DAG, *A]) -> Field[*A]:
+        """The values at each example's last node (a sink: nothing comes after it): ``(*batch, ...)``."""
+        if not isinstance(x.structures[0], DAG) or x.structures[0].size != self.size:
+            raise StructureError(f"DAG.last: expected a field on {self!r}, got one on {x.structures[0]!r}")
+        rows = self.count.numel()
+        t = x.tensor.reshape(rows, self.size, *x.tensor.shape[len(self.batch_shape) + 1 :])
+        picked = t[torch.arange(rows, device=t.device), (self.count.reshape(-1) - 1).to(t.device)]
+        return Field.unchecked(picked.reshape(*self.batch_shape, *picked.shape[1:]), x.axes[1:], x.ring)
 
     def __repr__(self) -> str:
         return f"DAG({self.operations} operations, batch={tuple(self.batch_shape)}, nodes<={self.size})"

@@ -18,7 +18,7 @@ distribution, so ``unsqueeze_batch(-1)`` is the identity.
 
 The structure writes only its contract: the probabilities are its
 per-example data and its measure (``log p``); every kernel is derived from
-that (:mod:`applicative._kernels`): the contraction ``a diag(p) b``, attention
+that (:mod:`applicative.kernels`): the contraction ``a diag(p) b``, attention
 over outcomes as one fused kernel with additive bias ``log p``, heads on
 outcomes with the factor ``diag(√p)``. The probabilities are copied at
 construction, so changing the caller's tensor afterwards changes nothing.
@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from applicative import Capability, DataStructure, Field, Structure, StructureError
+from applicative import Capability, DataStructure, Field, Structure, StructureError, per_example
 
 #: how far the probabilities may sum from 1 (relative to float32 rounding of n terms)
 SUM_TOLERANCE = 1e-5
@@ -91,7 +91,8 @@ class Distribution(DataStructure):
             or do not sum to 1 (within :data:`SUM_TOLERANCE`).
     """
 
-    tensors = ("probs",)
+    #: ``(*batch, n)`` the probabilities of the outcomes
+    probs: Tensor = per_example(event_dims=1)
 
     def __init__(self, probs: Tensor | Sequence[float]) -> None:
         self.probs = _checked_probs(probs)
@@ -199,9 +200,10 @@ def product(left: Distribution, right: Distribution) -> Product:
     """The independent product of ``left`` and ``right`` (see :class:`Product`); the same object on every call."""
     if not isinstance(right, Distribution):
         raise StructureError(f"product: {left!r} pairs with another Distribution, got {right!r}")
-    # Keyed by equality, which for structures is identity of the probability tensors: an entry is the
-    # product of exactly these probabilities (a pure function of both), so it cannot change a result;
-    # it keeps the product the same object across calls (joins compare by identity) and saves the merge.
+    # Keyed by equality, which for structures means the same data (never compared by value): an entry is the
+    # product of exactly these probabilities (a pure function of both), so it cannot change a result; it keeps
+    # the product -- and its joint, a new construction -- the same object across calls, so that variables
+    # lifted in separate calls lie on one joint axis.
     memo: dict[Distribution, Product] = left.__dict__.setdefault("_products", {})
     if right not in memo:
         memo[right] = _product(left, right)

@@ -14,7 +14,7 @@ field) with an operation code per internal node, listed in in-order: node
 ``j`` is the one read between leaves ``j`` and ``j + 1`` (their lowest common
 ancestor), so codes are a ``(*batch, N - 1)`` tensor beside the
 ``(*batch, N)`` leaves. :meth:`Expressions.fold` evaluates the whole ragged
-batch level by level (:mod:`instances._expression_schedule`): one call of
+batch level by level (``instances._expression_schedule``): one call of
 ``combine`` per level over every node of that depth in every tree, so the
 Python loop runs the tallest tree's height times, not once per node.
 """

@@ -9,7 +9,7 @@ stored as its ``n`` coefficients interleaved by frequency, ``(a_0, a_1, b_1, a_2
 coordinate ``t ∈ [-1, 1)`` is the one every structure with coordinates uses; a periodic axis of a user's data,
 ``x ∈ [lo, hi)``, maps to it by ``t = -1 + 2 (x - lo) / (hi - lo)``.
 
-The structure writes only its contract (:mod:`applicative._structure`):
+The structure writes only its contract (:class:`applicative.Structure`):
 
 * basis: coefficients ↔ values at ``m ≥ n`` equally spaced points ``θ_j = 2πj/m`` (``t_j = -1 + 2j/m``), a real DFT
   (:class:`FourierBasis`; a cached dense matrix up to ``DENSE_MAX_POINTS`` points, ``torch.fft`` beyond). From
@@ -25,8 +25,8 @@ are sampled at the ``4K + 1`` points with the bias ``log(2/m)`` -- is derived. `
 ``counit`` (``∫ p dt = 2 a_0``) are overridden, exact and transform-free; the law checker compares them with the
 derived ones.
 
-Capabilities: :attr:`periodic` (a window on the distance ``t - s`` is taken modulo the period: ``1 - cos π(t - s)``),
-:meth:`coordinates` (the points ``t_j``), the real ring only.
+Capabilities: :attr:`Fourier.periodic` (a window on the distance ``t - s`` is taken modulo the period:
+``1 - cos π(t - s)``), :meth:`Fourier.coordinates` (the points ``t_j``), the real ring only.
 """
 
 from __future__ import annotations

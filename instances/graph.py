@@ -12,8 +12,8 @@ normalisation that reads them:
 
 (``o_i = 0`` for a node with no in-edge; add self-loops to let a node see itself; repeated edges count
 with their multiplicity). Its generic definition masks the dense ``n x n`` scores (the specification,
-used with ``attention(..., fused=False)``); its lowering (:meth:`EdgeSoftmax.lower`, the hook
-:meth:`applicative.Normalise.lower`) never forms them: one gather of ``q`` at each edge's target and ``k``,
+used with ``attention(..., fused=False)``); its lowering (:attr:`EdgeSoftmax.lowering`, the hook
+:attr:`applicative.Normalise.lowering`) never forms them: one gather of ``q`` at each edge's target and ``k``,
 ``v`` at its source, a segment softmax over the edges into each target (``scatter_reduce`` max,
 ``index_add`` sums), and one ``index_add`` of the weighted values -- time and memory linear in the edges.
 So ``models.encoder(..., normalise=EdgeSoftmax(d ** -0.5))`` on ``Field[Graph, Model]`` is a graph
@@ -30,7 +30,7 @@ from typing import TypeVar, TypeVarTuple, cast, final
 import torch
 from torch import Tensor
 
-from applicative import Field, Lowering, Normalise, Ragged, Structure, StructureError
+from applicative import Field, Lowering, Normalise, Ragged, Structure, StructureError, per_example
 from applicative.tensors import broadcast_shape, summary
 
 F = TypeVar("F", bound=Structure)
@@ -54,9 +54,8 @@ class Graph(Ragged):
         StructureError: on a wrong shape or dtype, half-padded edge rows, or an edge to a node that is not there.
     """
 
-    tensors = ("edges", "count")
-    event_dims = 2
-    padding = ((-2, -1), None)  # edges padded with -1 -1 rows to the most edges
+    #: ``(*batch, E, 2)`` ``(source, target)`` rows, ``-1 -1`` at padding (to the most edges, when batches join)
+    edges: Tensor = per_example(event_dims=2, pad_axis=-2, fill=-1)
 
     def __init__(self, size: int, edges: Tensor, count: Tensor | Sequence[int] | None = None) -> None:
         self.size, (self.edges, self.count) = size, _checked(size, edges, count)
@@ -74,7 +73,8 @@ class Graph(Ragged):
         """The same graphs with an edge ``i -> i`` at every real node."""
         i = torch.arange(self.size, device=self.edges.device).expand(*self.batch_shape, self.size)
         i = torch.where(self.mask, i, -1)
-        return self.with_data((torch.cat([self.edges, torch.stack([i, i], -1)], -2), self.count))
+        edges = torch.cat([self.edges, torch.stack([i, i], -1)], -2)
+        return self.derived("self-loops", (self.count, edges))
 
     def adjacency(self) -> Tensor:
         """``(*batch, n, n)`` edge multiplicities ``A[i, j]`` of ``j -> i`` (dense: for references and the spec)."""

@@ -13,7 +13,9 @@ on it.
 
 Values at padding positions are computed like any others (as in PyTorch) and
 are meaningless, but inert: whatever they hold (NaN, infinities), no valid
-output reads them -- they are masked, never multiplied by a zero weight.
+output reads them and no gradient flows through them -- they are selected out
+(``torch.where``) before any arithmetic, never multiplied by a zero weight, and
+models select them out of their input (:func:`applicative.clear_padding`).
 """
 
 from __future__ import annotations
@@ -27,22 +29,13 @@ from torch import Tensor
 from applicative import Ragged, StructureError
 
 
-def _from_mask(cls: type[Padded], key_padding_mask: Tensor) -> Padded:
-    """From PyTorch's ``key_padding_mask`` ``(*batch, n)``: ``True`` at padding, which must be trailing."""
-    valid = ~key_padding_mask.bool()
-    lengths = valid.sum(-1)
-    trailing = torch.arange(valid.shape[-1], device=valid.device) < lengths.unsqueeze(-1)
-    if not bool((trailing == valid).all()):
-        raise StructureError("Padded.from_mask: padding must come after every valid position of a row")
-    return cls(valid.shape[-1], lengths)
-
-
 class Padded(Ragged):
     """Sequences of at most ``size`` positions; example ``i`` is valid on its first ``lengths[i]``.
 
     Args:
         size: the padded length ``n`` (the tensor axis).
-        lengths: ``(*batch,)`` integers in ``[1, n]`` (a tensor or a list); copied.
+        lengths: ``(*batch,)`` integers in ``[1, n]`` (a tensor or a list); copied. They are the ragged
+            base's ``count``.
 
     Raises:
         StructureError: if ``size`` is not a positive int, or a length is not an integer in ``[1, size]``.
@@ -50,19 +43,27 @@ class Padded(Ragged):
 
     ordered: ClassVar[bool] = True
 
-    tensors = ("lengths",)
-    event_dims = 0
-    padding = (None,)
-
     def __init__(self, size: int, lengths: Tensor | Sequence[int]) -> None:
-        self.size, self.lengths = size, _checked_lengths(size, lengths)
+        self.size, self.count = size, _checked_lengths(size, lengths)
 
-    from_mask = classmethod(_from_mask)
+    @classmethod
+    def from_mask(cls, key_padding_mask: Tensor) -> Padded:
+        """From PyTorch's ``key_padding_mask`` ``(*batch, n)``: ``True`` at padding, which must be trailing.
+
+        Raises:
+            StructureError: if a row has padding before one of its valid positions.
+        """
+        valid = ~key_padding_mask.bool()
+        lengths = valid.sum(-1)
+        trailing = torch.arange(valid.shape[-1], device=valid.device) < lengths.unsqueeze(-1)
+        if not bool((trailing == valid).all()):
+            raise StructureError("Padded.from_mask: padding must come after every valid position of a row")
+        return cls(valid.shape[-1], lengths)
 
     @property
-    def count(self) -> Tensor:  # type: ignore[override]
-        """``(*batch,)``: each sequence's length (the ragged base's count)."""
-        return self.lengths
+    def lengths(self) -> Tensor:
+        """``(*batch,)``: each sequence's length (the ragged base's ``count``)."""
+        return self.count
 
 
 def _checked_lengths(size: int, lengths: Tensor | Sequence[int]) -> Tensor:

@@ -17,7 +17,7 @@ nested axis would need exactly that. Basis state ``i`` is the bit string
 ``i = Σ_k b_k 2^{q-1-k}`` -- the ordering of PennyLane and TorchQuantum. So
 ``⟨Z_k⟩ = counit (pauli_z k) = Σ_i |ψ_i|² (1 - 2 b_k(i))``.
 
-The structure writes only its contract (:mod:`applicative._structure`): the
+The structure writes only its contract (:class:`applicative.Structure`): the
 amplitudes are its per-example data and ``log |ψ|²`` its measure; every kernel
 is derived: the contraction ``a diag(|ψ|²) b``, attention over basis states
 with the additive bias ``log |ψ|²``, heads with the factor ``diag(|ψ|)``. The
@@ -35,38 +35,12 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from applicative import DataStructure, StructureError
+from applicative import DataStructure, StructureError, per_example
 
 #: how far ``Σ |ψ|²`` may be from 1 (float32 rounding of a few thousand terms)
 NORM_TOLERANCE = 1e-5
 
 _COMPLEX_OF = {torch.float16: torch.complex64, torch.bfloat16: torch.complex64, torch.float32: torch.complex64}
-
-
-def _wires(s: Quantum) -> int:
-    q = s.size.bit_length() - 1
-    if s.size != 1 << q:
-        raise StructureError(f"{s!r} has {s.size} basis states, not a power of two, so it is not a register of qubits")
-    return q
-
-
-def _pauli_z(s: Quantum, wire: int, dtype: torch.dtype = torch.float64) -> Tensor:
-    """The observable ``Z_wire`` on the basis states, ``(n,)``: ``1 - 2 b_wire(i)``.
-
-    Wire 0 is the most significant bit of ``i``; the counit of ``Z_wire`` is ``⟨Z_wire⟩``.
-    """
-    q = s.wires
-    if not 0 <= wire < q:
-        raise StructureError(f"pauli_z: wire {wire} out of range for {q} qubits (wires 0..{q - 1})")
-    bits = (torch.arange(s.size, device=s.amplitudes.device) >> (q - 1 - wire)) & 1
-    return (1 - 2 * bits).to(dtype)
-
-
-def _repr(s: Quantum) -> str:
-    if s.amplitudes.ndim == 1 and not s.amplitudes.is_meta:
-        shown = ", ".join(f"{complex(v).real:.3g}{complex(v).imag:+.3g}j" for v in s.amplitudes)
-        return f"Quantum([{shown}])"
-    return f"Quantum(batch={tuple(s.amplitudes.shape[:-1])}, states={s.size})"
 
 
 class Quantum(DataStructure):
@@ -80,7 +54,8 @@ class Quantum(DataStructure):
             finite, or the state is not normalised (within :data:`NORM_TOLERANCE`).
     """
 
-    tensors = ("amplitudes",)
+    #: ``(*batch, n)`` the state's complex amplitudes ``ψ``
+    amplitudes: Tensor = per_example(event_dims=1)
 
     def __init__(self, amplitudes: Tensor | Sequence[complex]) -> None:
         self.amplitudes = _checked_amplitudes(amplitudes)
@@ -101,11 +76,37 @@ class Quantum(DataStructure):
 
     @property
     def wires(self) -> int:
-        """The number of qubits ``q`` with ``n = 2^q`` basis states."""
-        return _wires(self)
+        """The number of qubits ``q`` with ``n = 2^q`` basis states.
 
-    pauli_z = _pauli_z
-    __repr__ = _repr
+        Raises:
+            StructureError: if the number of basis states is not a power of two.
+        """
+        q = self.size.bit_length() - 1
+        if self.size != 1 << q:
+            raise StructureError(
+                f"{self!r} has {self.size} basis states, not a power of two, so it is not a register of qubits"
+            )
+        return q
+
+    def pauli_z(self, wire: int, dtype: torch.dtype = torch.float64) -> Tensor:
+        """The observable ``Z_wire`` on the basis states, ``(n,)``: ``1 - 2 b_wire(i)``.
+
+        Wire 0 is the most significant bit of ``i``; the counit of ``Z_wire`` is ``⟨Z_wire⟩``.
+
+        Raises:
+            StructureError: if ``wire`` is not one of the wires ``0 .. q-1``.
+        """
+        q = self.wires
+        if not 0 <= wire < q:
+            raise StructureError(f"pauli_z: wire {wire} out of range for {q} qubits (wires 0..{q - 1})")
+        bits = (torch.arange(self.size, device=self.amplitudes.device) >> (q - 1 - wire)) & 1
+        return (1 - 2 * bits).to(dtype)
+
+    def __repr__(self) -> str:
+        if self.amplitudes.ndim == 1 and not self.amplitudes.is_meta:
+            shown = ", ".join(f"{complex(v).real:.3g}{complex(v).imag:+.3g}j" for v in self.amplitudes)
+            return f"Quantum([{shown}])"
+        return f"Quantum(batch={tuple(self.amplitudes.shape[:-1])}, states={self.size})"
 
 
 def _complex_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -13,13 +13,13 @@ The design source (Part 6)::
 A :class:`Tree` is one axis of a :class:`~applicative.Field`: a batch of
 trees, ragged across the batch, whose leaves hold the values stored along
 that axis (scalars, or inner structures on the axes after it). Trees are
-dyadic partitions of ``[0, 1)`` (see :mod:`instances._tree_partition`):
+dyadic partitions of ``[0, 1)`` (see ``instances._tree_partition``):
 ``pair`` is the common refinement -- the merge of two sorted lists of
 breakpoints -- followed by a gather that copies each leaf's value down, so
 ``pair``, ``zip_with``, ``fmap`` and ``counit`` are a handful of batched
 tensor operations and memory is linear in the number of leaves. The merge
-is a compiled two-pointer walk on the CPU (:mod:`instances._tree_linear_merge`)
-and one batched sort elsewhere (:func:`instances._tree_partition.merge`); the
+is a compiled two-pointer walk on the CPU (``instances._tree_linear_merge``)
+and one batched sort elsewhere (``instances._tree_partition.merge``); the
 two give identical results.
 
 The counit is a node algebra, chosen per tree (:class:`NodeAlgebra`):
@@ -42,21 +42,21 @@ is the identity. A tensor with fewer leading axes than the tree's batch (a
 parameter, say) is shared by every tree.
 
 Padding positions (beyond a tree's leaf count) hold arbitrary values: the
-counit, softmax and attention bias mask them. Fused attention reads them as
-values with weight zero, so keep them finite (they are, when computed by a
-model from finite inputs).
+counit, softmax, contractions and attention select them out before any
+arithmetic, so neither they nor their gradients reach a valid output, and a
+model selects them out of its input (:func:`applicative.clear_padding`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import ClassVar, TypeVar, final
+from typing import TypeVar, final
 
 import torch
 from torch import Tensor
 
-from applicative import DataStructure, Field
+from applicative import DataStructure, Field, Lineage, Ring, Structure
 
 from . import _tree_ops as ops
 from ._tree_convert import Nested
@@ -74,7 +74,7 @@ class Tree(DataStructure):
     Construct from leaf depths (``Tree(depth)``), nested tuples
     (:meth:`from_nested`) or s-expressions (:meth:`from_sexp`). The contract is
     written here (per-example data, the measure); pairing, batching and the
-    conversions are free functions in :mod:`instances._tree_ops`.
+    conversions are free functions in ``instances._tree_ops``.
 
     Args:
         depth: ``(*batch, N)`` integer tensor: each tree's leaf depths, left to
@@ -84,14 +84,6 @@ class Tree(DataStructure):
     Raises:
         StructureError: if a row is not the leaf depths of a full binary tree.
     """
-
-    tensors: ClassVar[tuple[str, ...]] = ("start", "depth")
-    mask: Tensor
-    algebra: NodeAlgebra
-    _start: Tensor | None
-    _depth: Tensor | None
-    _sources: list[tuple[Tree, Tensor]]
-    _last_join: tuple[Tree, Tree] | None
 
     def __init__(self, depth: Tensor | Sequence[object], algebra: NodeAlgebra = NodeAlgebra.SUM) -> None:
         start, d = from_depths(depth)
@@ -104,22 +96,26 @@ class Tree(DataStructure):
         algebra: NodeAlgebra,
         mask: Tensor | None = None,
         sources: list[tuple[Tree, Tensor]] | None = None,
+        lineage: Hashable | None = None,
     ) -> Tree:
-        """Set the fields from already valid tensors (no checks; for the constructors in :mod:`._tree_ops`).
+        """Set the fields from already valid tensors (no checks; for the constructors in ``instances._tree_ops``).
 
         A refinement leaves ``start`` and ``depth`` to its ``sources``: (source, index into the source's leaves)
-        for the trees it was built to refine.
+        for the trees it was built to refine. ``lineage``: where the data came from (``None``: new data).
         """
         self._start, self._depth, self.algebra = start, depth, algebra
         if mask is None:
             assert start is not None
             mask = start != SENTINEL
-        self.mask, self.size = mask, mask.shape[-1]
-        self._sources = sources or []
+        #: ``(*batch, N)``: ``True`` at each tree's leaves, ``False`` at padding
+        self.mask: Tensor = mask
+        self.size = mask.shape[-1]
+        self._sources: list[tuple[Tree, Tensor]] = sources or []
         # The last join, keyed by the other tree's identity: the joined tree is a pure function of the two
-        # (immutable) trees, so the cache cannot change a result; it keeps a join's result the *same* object
-        # across the calls of one layer (equality compares tensors by identity) and saves the merge sort.
-        self._last_join = None
+        # (immutable) trees, so the cache cannot change a result; it saves the merge sort across the calls
+        # of one layer (equality does not need it: two joins of the same trees have one lineage).
+        self._last_join: tuple[Tree, Tree] | None = None
+        self._set_lineage(Lineage() if lineage is None else lineage)
         return self
 
     @property
@@ -136,7 +132,12 @@ class Tree(DataStructure):
             self._depth = ops.from_sources(self, "depth")
         return self._depth
 
-    leaf = classmethod(ops.leaf)
+    @classmethod
+    def leaf(
+        cls, batch: Sequence[int] = (), algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
+    ) -> Tree:
+        """Single-leaf trees (the shape of ``pure``), one per batch position ``batch``."""
+        return ops.leaf(cls, batch, algebra, device)
 
     @classmethod
     def from_nested(
@@ -148,15 +149,49 @@ class Tree(DataStructure):
         """A batch of trees from nested 2-tuples, and their leaves in order (see ``_tree_ops.from_nested``)."""
         return ops.from_nested(cls, trees, algebra, device)
 
-    from_sexp = classmethod(ops.from_sexp)
-    leaf_counts = ops.leaf_counts
-    depths = ops.depths
-    to_nested = ops.to_nested
-    to_sexp = ops.to_sexp
-    show = ops.show
-    address = ops.address
+    @classmethod
+    def from_sexp(
+        cls, texts: Sequence[str], algebra: NodeAlgebra = NodeAlgebra.SUM, device: torch.device | str | None = None
+    ) -> tuple[Tree, list[list[str]]]:
+        """A batch of trees from s-expressions ``"((a b) c)"`` (every list has two items), and their atoms."""
+        return ops.from_sexp(cls, texts, algebra, device)
+
+    def leaf_counts(self) -> Tensor:
+        """``(*batch,)`` number of leaves of each tree."""
+        return ops.leaf_counts(self)
+
+    def depths(self, index: int | Sequence[int] = ()) -> list[int]:
+        """The leaf depths of one tree (``index`` into the batch), left to right."""
+        return ops.depths(self, index)
+
+    def to_nested(self, leaves: Sequence[L] | Tensor, index: int | Sequence[int] = ()) -> Nested[L]:
+        """One tree (``index`` into the batch) as nested 2-tuples holding ``leaves`` (a sequence, or a tensor
+        ``(N, ...)`` of its values)."""
+        return ops.to_nested(self, leaves, index)
+
+    def to_sexp(self, leaves: Sequence[object] | Tensor, index: int | Sequence[int] = ()) -> str:
+        """One tree as an s-expression with ``leaves`` printed by ``str``."""
+        return ops.to_sexp(self, leaves, index)
+
+    def show(self, leaves: Sequence[object] | Tensor | None = None, index: int | Sequence[int] = ()) -> str:
+        """A readable drawing of one tree (leaves labelled by ``leaves``, or by their depth-first number)."""
+        return ops.show(self, leaves, index)
+
+    def address(self, levels: int) -> Tensor:
+        """Each leaf's path from the root: ``(*batch, N, levels)``, ``+1`` right / ``-1`` left / ``0`` below the leaf.
+
+        A positional encoding for tree models (``0`` at padding).
+
+        Raises:
+            StructureError: unless ``1 <= levels <=`` :data:`MAX_DEPTH`.
+        """
+        return ops.address(self, levels)
 
     # ---- the contract: per-example data, the measure ------------------------------
+
+    def data(self) -> tuple[Tensor, ...]:
+        """``(start, depth)``: the breakpoints and leaf depths (a refinement's are computed now, if not yet)."""
+        return (self.start, self.depth)
 
     def with_data(self, data: tuple[Tensor, ...]) -> Tree:
         return ops.build(self, data[0], data[1])
@@ -165,10 +200,18 @@ class Tree(DataStructure):
         return (self.algebra, tuple(self.mask.shape))
 
     def __eq__(self, other: object) -> bool:
-        # a refinement's breakpoints are computed lazily: never force them to compare (it is a new tree anyway)
+        """Same node algebra and shape, and the same data: one lineage, or the very same breakpoints.
+
+        A refinement's breakpoints are computed lazily: they are never forced to compare.
+        """
         if self is other:
             return True
-        return isinstance(other, Tree) and None not in (self._start, other._start) and super().__eq__(other)
+        if not isinstance(other, Tree) or self.static() != other.static():
+            return False
+        if self.lineage == other.lineage:
+            return True
+        start, depth = self._start, self._depth
+        return start is not None and start is other._start and depth is other._depth
 
     def __hash__(self) -> int:
         return hash((Tree, self.algebra, tuple(self.mask.shape)))
@@ -188,11 +231,33 @@ class Tree(DataStructure):
 
     # ---- pairing and batching (instances._tree_ops) ------------------------------------------
 
-    join = ops.join
-    inner = ops.inner
-    refine = ops.refine
-    take = ops.take
-    concat = classmethod(ops.concat)
+    def join(self, other: Structure, op: str) -> Structure:
+        """The common refinement of the two batches of trees (their batches broadcast, left-aligned).
+
+        Raises:
+            StructureError: if ``other`` is not a tree with the same node algebra, or the batches do not broadcast.
+        """
+        return ops.join(self, other, op)
+
+    def inner(self, other: Structure, a: Tensor, b: Tensor, ring: Ring) -> Tensor | None:
+        """``counit (zip_with mul a b)`` in one compiled walk of both partitions (CPU, real ring), else ``None``."""
+        return ops.inner(self, other, a, b, ring)
+
+    def refine(self, x: Tensor, dim: int, target: Structure) -> Tensor:
+        """Copy each leaf's value down to the leaves of ``target`` inside it (``target`` must refine this tree)."""
+        return ops.refine(self, x, dim, target)
+
+    def take(self, x: Tensor, dim: int, index: Tensor | None) -> Tensor:
+        """Gather along the tree axis ``dim`` of ``x`` at per-tree positions ``index`` ``(*batch, M)``.
+
+        ``index=None`` keeps the real leaves and zeroes the padding (a canonical form for comparisons).
+        """
+        return ops.take(self, x, dim, index)
+
+    @classmethod
+    def concat(cls, structures: Sequence[Tree]) -> Tree:
+        """Batches of trees joined along their first batch axis, padded to the largest leaf count."""
+        return ops.concat(cls, structures)
 
 
 def tree_field(

@@ -1,4 +1,5 @@
-"""Models written once over any structures: the Transformer family."""
+"""Models written once over any structures: the Transformer family, and the operator model built from it
+(:mod:`models.operator`)."""
 
 from .crossmodal import CrossModal, CrossModalConfig
 from .dagfold import DAGFold
@@ -16,6 +17,7 @@ from .funcformer import (
     window_slopes,
 )
 from .ipa import IPAColumn, IPALayer, IPARow
+from .operator import AlongAxes, GridReader, OperatorModel, Reading
 from .rnn import RNNCell, scan
 from .transformer import (
     DecoderLayer,
@@ -45,6 +47,7 @@ from .zoo import (
 )
 
 __all__ = [
+    "AlongAxes",
     "CrossModal",
     "CrossModalConfig",
     "DAGFold",
@@ -55,6 +58,7 @@ __all__ = [
     "EncoderStack",
     "Funcformer",
     "FuncformerConfig",
+    "GridReader",
     "IPAColumn",
     "IPALayer",
     "IPARow",
@@ -63,7 +67,9 @@ __all__ = [
     "MLPClassifier",
     "MLPRegressor",
     "NodeCell",
+    "OperatorModel",
     "RNNCell",
+    "Reading",
     "Readout",
     "SeparableLinear",
     "Transformer",

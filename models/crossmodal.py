@@ -34,6 +34,7 @@ from torch import nn
 from applicative import Field, LayerNorm, Linear, Structure, StructureError, expect_field, scaled_softmax
 
 from ._drawing import Parameter, Step, join, linear_step, need, norm_step, steps_of
+from ._inputs import model_input
 from .transformer import DecoderLayer, EncoderLayer, check_count, head_structure
 
 M = TypeVar("M", bound=Structure)
@@ -110,13 +111,20 @@ class CrossModal(nn.Module, Generic[Q, O, D]):
         return Field(self.queries, (self.query, self.model))
 
     def encode(self, tokens: Field[M, Structure]) -> Field[M, D]:
-        """The memory: ``norm . encoder layers . embed``, ``M x F -> M x D``."""
+        """The memory: ``norm . encoder layers . embed``, ``M x F -> M x D``.
+
+        Values at the tokens' padding are never read, nor do gradients flow through them.
+
+        Raises:
+            StructureError: tokens on other structures, or a NaN or an infinity at a valid position.
+        """
         expect_field("CrossModal", tokens, "tokens")
         if len(tokens.axes) != 2 or tokens.structures[-1] != self.features:
             raise StructureError(
                 f"CrossModal: expected tokens on (sequence, {self.features!r}), got axes {tokens.structures}; "
                 "put one token per position of the sequence axis and its features on the last"
             )
+        tokens = model_input("CrossModal", "tokens", tokens, self.queries.dtype)
         h: Field[M, D] = self.embed(tokens)
         for layer in self.encoder:
             h = layer(h)

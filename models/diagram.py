@@ -13,7 +13,7 @@ the diagram's gadgets:
 
 :func:`diagram` returns a :class:`Diagram`: the steps in the order the forward pass runs them, each with the
 module it belongs to, its input and output tubes (structures, outermost first), its parameters, pants and caps.
-Each model says how it is drawn (its ``tube_steps``; :class:`~models._drawing.Drawn`), from its modules'
+Each model says how it is drawn (its ``tube_steps``; ``Drawn``), from its modules'
 declared structures (``Linear.inp``/``out``, ``LayerNorm.d``, attention's ``key``/``value``/``heads``) and the
 sequence structure the caller names. :func:`render` draws it with matplotlib (imported only there).
 """

@@ -55,6 +55,7 @@ from applicative import Capability, Field, Normalise, Structure, StructureError,
 from instances import Chebyshev, Vector
 
 from ._drawing import Gadget, Parameter, Step, join, linear_step
+from ._inputs import model_input
 from .transformer import EncoderLayer, Transformer
 
 X = TypeVar("X", bound=Structure)
@@ -203,7 +204,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         ]
         self.transformer: Transformer[Y, D] = Transformer(features, model, layers, config.final_norm, **kw)  # type: ignore[arg-type]
         self.position = (
-            nn.Parameter(0.1 * torch.randn(sequence.size, model.size, dtype=dtype, device=device))
+            nn.Parameter(torch.randn(sequence.size, model.size, dtype=dtype, device=device).mul_(0.1))
             if config.positional
             else None
         )
@@ -220,6 +221,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures."""
         expect_field("Funcformer", u)
         t = self.transformer
+        u = model_input("Funcformer", "u", u, t.embed.weight.dtype)
         h: Field[X, D] = mul_mmt(t.embed.weight_field, u)
         p = self.position_field
         if p is not None:
@@ -261,22 +263,24 @@ def _window_features(
             f"FuncformerConfig.window={config.window}: the window is a weight e^(-β(t-s)²) on a softmax over the "
             f"sequence's points, got {normalise!r}; use normalise=ScaledSoftmax(...) (or None) or window=0"
         )
-    betas = torch.tensor(window_slopes(config.window, config.heads), dtype=torch.float64)
-    try:
-        p, r = gaussian_window(betas / normalise.scale, sequence, sequence)
-    except StructureError as e:
-        raise StructureError(f"FuncformerConfig.window={config.window}: {e}; or use window=0") from None
-    grid = kernels.grid(sequence)
-    s = sequence.coordinates(torch.float64, points=grid)  # exact at the points products are taken on
-    want = key_features(s, sequence.periodic)
-    if not torch.allclose(kernels.positions(sequence, r, -2, grid)[0], want, atol=1e-12):
-        held = "cos πt and sin πt" if sequence.periodic else "t²"
-        raise StructureError(
-            f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold {held} exactly, so the window would "
-            "not be a Gaussian; use a sequence that can (a Chebyshev series of at least 3 terms, a Fourier series "
-            "of at least 3) or window=0"
-        )
-    return p.to(dtype=dtype, device=device), r.to(dtype=dtype, device=device)
+    target = device if device is not None else torch.empty(0).device  # the default device (meta, when counting)
+    with torch.device("cpu"):  # fixed features, checked by value: computed where values exist
+        betas = torch.tensor(window_slopes(config.window, config.heads), dtype=torch.float64)
+        try:
+            p, r = gaussian_window(betas / normalise.scale, sequence, sequence)
+        except StructureError as e:
+            raise StructureError(f"FuncformerConfig.window={config.window}: {e}; or use window=0") from None
+        grid = kernels.grid(sequence)
+        s = sequence.coordinates(torch.float64, points=grid)  # exact at the points products are taken on
+        want = key_features(s, sequence.periodic)
+        if not torch.allclose(kernels.positions(sequence, r, -2, grid)[0], want, atol=1e-12):
+            held = "cos πt and sin πt" if sequence.periodic else "t²"
+            raise StructureError(
+                f"FuncformerConfig.window={config.window}: {sequence!r} cannot hold {held} exactly, so the window "
+                "would not be a Gaussian; use a sequence that can (a Chebyshev series of at least 3 terms, a Fourier "
+                "series of at least 3) or window=0"
+            )
+    return p.to(dtype=dtype, device=target), r.to(dtype=dtype, device=target)
 
 
 class SeparableLinear(nn.Module):
@@ -302,8 +306,8 @@ class SeparableLinear(nn.Module):
             raise ValueError(f"SeparableLinear needs rank >= 1 and positive sizes, got rank={rank}, {inp} -> {out}")
         self.inp, self.out, self.rank = inp, out, rank
         kw = {"dtype": dtype, "device": device}
-        self.a = nn.Parameter(torch.randn(rank, out[0], inp[0], **kw) / inp[0])  # type: ignore[arg-type]
-        self.b = nn.Parameter(torch.randn(rank, out[1], inp[1], **kw) / inp[1])  # type: ignore[arg-type]
+        self.a = nn.Parameter(torch.randn(rank, out[0], inp[0], **kw).div_(inp[0]))  # type: ignore[arg-type]
+        self.b = nn.Parameter(torch.randn(rank, out[1], inp[1], **kw).div_(inp[1]))  # type: ignore[arg-type]
 
     def forward(self, u: Tensor) -> Tensor:
         if u.shape[-2:] != self.inp:

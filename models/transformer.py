@@ -42,6 +42,7 @@ from applicative import (
 from applicative.tensors import summary
 
 from ._drawing import Step, attention_steps, join, linear_step, need, norm_step, residual_block, steps_of
+from ._inputs import model_input
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
@@ -278,13 +279,17 @@ class _Body(nn.Module, Generic[Fe, D]):
     def encode(self, x: Field[S, Fe]) -> Field[S, D]:
         """Embed and run the layers: ``S x F -> S x D``.
 
+        Values at ``x``'s padding are never read, nor do gradients flow through them (:func:`model_input`).
+
         Raises:
             StructureError: if a layer's self-attention is causal and ``x``'s sequence has no order
-                (the sequence is known only now; :func:`decoder` checks one given as ``sequence=`` at build).
+                (the sequence is known only now; :func:`decoder` checks one given as ``sequence=`` at build),
+                or ``x`` holds a NaN or an infinity at a valid position.
         """
         expect_field(type(self).__name__, x)
         fix = "pass sequence= to decoder() to check it at build"
         require_order_at_forward(type(self).__name__, self.layers, x, fix)
+        x = model_input(type(self).__name__, "x", x, self.embed.weight.dtype)
         h = mul_mmt(self.embed.weight_field, x)
         for layer in self.layers:
             h = layer(h)
@@ -386,6 +391,7 @@ class EncoderDecoder(nn.Module, Generic[Fe, D]):
         fix = "build the DecoderLayers with a non-causal normalise="
         require_order_at_forward("EncoderDecoder", self.decoder_layers, target, fix)
         memory = self.encoder.encode(source)
+        target = model_input("EncoderDecoder", "target", target, self.decoder_embed.weight.dtype)
         h = mul_mmt(self.decoder_embed.weight_field, target)
         for layer in self.decoder_layers:
             h = layer(h, memory)

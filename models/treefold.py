@@ -36,6 +36,8 @@ from torch import Tensor, nn
 from applicative import Field, LayerNorm, Linear, Structure, StructureError, add, pointwise, pointwise2
 from instances import Expressions, Tree
 
+from ._inputs import model_input
+
 X = TypeVar("X", bound=Structure)
 D = TypeVar("D", bound=Structure)
 A = TypeVarTuple("A")
@@ -145,6 +147,7 @@ class Fold(nn.Module, Generic[X, D]):
                 f"{type(self).__name__}: the {what} use {operations} operation codes, "
                 f"the cell was built for {self.cell.operations}"
             )
+        x = model_input(type(self).__name__, f"the {what}' features", x, self.embed.weight.dtype)
         return self.leaf_norm(self.embed(x))
 
 

@@ -55,9 +55,12 @@ class TriangularMixing(nn.Module):
         if not 0.0 < gamma <= 1.0:
             raise StructureError(f"TriangularMixing: gamma must lie in (0, 1], got {gamma}")
         self.model, self.head, self.heads, self.context = model, model.split(heads), heads, context
-        init = running_average(context, gamma).to(dtype or torch.get_default_dtype())
+        target = torch.empty(0).device  # the default device (meta, when the model is only counted)
+        with torch.device("cpu"):  # fixed matrices, built by value
+            init = running_average(context, gamma).to(dtype=dtype or torch.get_default_dtype(), device=target)
+            past = torch.ones(context, context, dtype=torch.bool).tril().to(target)
         self.weight = nn.Parameter(init.expand(heads, context, context).clone())  # (h, T, T)
-        self.register_buffer("past", torch.ones(context, context, dtype=torch.bool).tril())
+        self.register_buffer("past", past)
 
     def forward(self, x: Field[S, D]) -> Field[S, D]:
         seq, model = x.structures

@@ -31,6 +31,8 @@ from torch import Tensor, nn
 
 from applicative import MLP, Field, Linear, Structure, Vector, add, dot, expect_field, linear, pointwise, scale
 
+from ._inputs import model_input
+
 I = TypeVar("I", bound=Structure)
 O = TypeVar("O", bound=Structure)
 A = TypeVarTuple("A")
@@ -83,7 +85,7 @@ class LinearRegression(Linear[I, O]):
 
     def forward(self, x: Field[*B, I]) -> Field[*B, O]:
         expect_field(type(self).__name__, x)
-        return _affine(self, x)
+        return _affine(self, model_input(type(self).__name__, "x", x, self.weight.dtype))
 
 
 class LogisticRegression(LinearRegression[I, O]):
@@ -98,6 +100,7 @@ class MLPRegressor(MLP[I, O]):
 
     def forward(self, x: Field[*B, I]) -> Field[*B, O]:
         expect_field(type(self).__name__, x)
+        x = model_input(type(self).__name__, "x", x, self.linear1.weight.dtype)
         return _affine(self.linear2, pointwise(self.activation, _affine(self.linear1, x)))
 
 

@@ -2,15 +2,18 @@
 
 Pure numerics, between :mod:`models` and :mod:`training` (it imports neither ``training`` nor ``examples``):
 
-* :mod:`.layout` -- where a grid's samples sit on each axis (nodes with both ends, periodic nodes, cell
-  centres, Chebyshev points), their quadrature, and the checks that a file's grid fits what was declared;
+* :mod:`.layout` -- the checks that a file's grid fits the axes declared for it (the layouts and boundaries
+  themselves are values of :mod:`instances.layouts` and :mod:`instances.axes`, re-exported there);
 * :mod:`.burgers`, :mod:`.kdv`, :mod:`.navier_stokes` -- pseudo-spectral solvers on the periodic domain, checked
   against exact solutions (Cole--Hopf, the KdV soliton, Taylor--Green), and seeded data generators (pairs, and
   Burgers trajectories on a ``(T, X)`` grid); :mod:`.flux_1d` -- the 1D time steppers they share (IF-RK4, ETDRK4).
 * :mod:`.random_fields` -- FNO's Gaussian random fields (conventions stated); :mod:`.cache` -- the checked data cache;
   :mod:`.statistics` -- what generated data look like beside the exact figures.
+* :mod:`.streams` -- data larger than memory: a file's pairs read a batch at a time (a ``Dataset``, seeded global
+  batches sliced per rank, one streaming pass of statistics and checks); :mod:`.heat` -- the exact heat map, data
+  of any size written a block at a time.
 * :mod:`.poisson`, :mod:`.darcy` -- the exact Poisson solver on the square (Chebyshev collocation) and its source
-  laws; the Darcy finite-difference solver, its random coefficients and grid.
+  laws; the Darcy finite-difference solver and its random coefficients.
 """
 
 from . import burgers as burgers

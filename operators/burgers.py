@@ -145,7 +145,7 @@ def dataset(
     """``count`` seeded pairs ``(u0, u(·, time))`` at ``points`` nodes, solved on ``fine`` nodes.
 
     ``modes``: the initial field's modes (default: all the solver keeps, ``(fine - 1) // 3``); ``sigma`` its
-    amplitude (:data:`SIGMA`, the paper's; ``625`` puts every sample in the shock regime). ``fine`` must be a
+    amplitude (``SIGMA``, the paper's; ``625`` puts every sample in the shock regime). ``fine`` must be a
     multiple of ``points``. Solved on ``device`` in batches of ``batch``; returned on the CPU. With ``cache`` (a
     directory), the tensors are saved there keyed by every argument, and read back next time.
     """

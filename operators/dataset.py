@@ -9,11 +9,12 @@ layout against the data's ends (:func:`~operators.layout.check_layout`). :func:`
 from a file (:mod:`operators.files`) under the keys the user names, or the first of the keys public data sets
 use (:data:`INPUT_KEYS`, :data:`OUTPUT_KEYS`).
 
-Every problem is a :class:`~operators.files.DataError`: one line naming the file, the key and the fix.
+Every problem is a :class:`~applicative.DataError`: one line naming the file, the key and the fix.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .files import DataError, contents, read
+from applicative import DataError
+
+from .files import contents, read
 from .layout import Axis, LayoutError, check_layout
 
 Channels = Literal["last", "first"]
@@ -33,6 +36,10 @@ INPUT_KEYS = ("x", "a", "coeff", "input", "inputs")
 #: output keys tried in order when none is named
 OUTPUT_KEYS = ("y", "u", "sol", "output", "outputs")
 AXIS_NAMES = ("x", "y")
+#: the sizes data may have (an output sample's largest value, any input's): a float32 model squares them
+SMALLEST, LARGEST = 1e-15, 1e15
+#: bytes in memory per value read, beyond the file's own dtype: the float64 copy and the checks' masks
+WORKING_BYTES = 10
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ def samples(
 
 
 def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inputs", "outputs")) -> None:
-    """Raise :class:`~operators.files.DataError` for the first assumption ``s`` breaks.
+    """Raise :class:`~applicative.DataError` for the first assumption ``s`` breaks.
 
     In order: at least one sample; equal sample counts and grids; finite values (the count and the first bad
     sample named); positive inputs if ``log_input``; each axis's layout and boundary against the samples
@@ -152,13 +159,17 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
             f"{tuple(s.outputs.shape[1:-1])} (key {keys[1]!r}); sample both on the same grid"
         )
     for tensor, key in ((s.inputs, keys[0]), (s.outputs, keys[1])):
-        bad = ~torch.isfinite(tensor)
-        if bad.any():
+        if tensor.numel() == 0:
+            raise DataError(f"{where}, key {key!r}: shape {tuple(tensor.shape)} holds no values; check the array")
+        least, most = torch.aminmax(tensor)  # NaN propagates: finite extremes mean finite values (and no copy is made)
+        if not (math.isfinite(float(least)) and math.isfinite(float(most))):
+            bad = ~torch.isfinite(tensor)
             first = int(bad.flatten(1).any(1).nonzero()[0])
             raise DataError(
                 f"{where}, key {key!r}: {int(bad.sum())} values are NaN or infinite (the first in sample {first}); "
                 "remove those samples or fix them"
             )
+    _check_scales(s, keys, log_input)
     if log_input and bool((s.inputs <= 0).any()):
         count, low = int((s.inputs <= 0).sum()), float(s.inputs.min())
         raise DataError(
@@ -169,10 +180,49 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
         name = AXIS_NAMES[i]
         try:
             check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}")
-            if axis.layout == "periodic":
-                check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
+            check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
         except LayoutError as e:
             raise DataError(str(e)) from None
+
+
+def _check_scales(s: Samples, keys: tuple[str, str], log_input: bool) -> None:
+    """Every output sample measurable (its relative error ``‖u - û‖ / ‖û‖`` needs ``‖û‖ > 0``), and values whose
+    squares a float32 model can form: each output sample's largest value, and the inputs' largest (unless a log is
+    taken of them), within ``[1e-15, 1e15]`` (:data:`SMALLEST`, :data:`LARGEST`)."""
+    peak = _peaks(s.outputs)
+    zero = (peak == 0).nonzero().flatten()
+    if len(zero):
+        more = f" (and {len(zero) - 1} more)" if len(zero) > 1 else ""
+        raise DataError(
+            f"{s.where}, key {keys[1]!r}: sample {int(zero[0])}{more} has outputs all zero: its relative error is "
+            "0/0, so it can be neither trained on nor measured; remove those samples"
+        )
+    _within(s.where, keys[1], "outputs", peak)
+    inputs = _peaks(s.inputs)
+    if not log_input and float(inputs.max()) > 0:
+        _within(s.where, keys[0], "inputs", inputs, each=False)
+
+
+def _peaks(values: Tensor) -> Tensor:
+    """Each sample's largest size ``max |v|``, ``(N,)`` (from its extremes: no copy of the values is made)."""
+    flat = values.flatten(1)
+    return torch.maximum(flat.amax(1), -flat.amin(1))
+
+
+def _within(where: str, key: str, what: str, peak: Tensor, each: bool = True) -> None:
+    """``peak`` (each sample's largest value) within ``[SMALLEST, LARGEST]`` -- the smallest bound per sample
+    (``each``) or for the whole array -- else a :class:`DataError` naming a sample past it and the remedy."""
+    top = int(peak.argmax())
+    low = int(peak.argmin()) if each else top
+    bad = top if float(peak[top]) > LARGEST else low if float(peak[low]) < SMALLEST else None
+    if bad is None:
+        return
+    size = float(peak[bad])
+    raise DataError(
+        f"{where}, key {key!r}: sample {bad}'s {what} reach {size:.3g}, outside [{SMALLEST:g}, {LARGEST:g}]: a float32 "
+        f"model cannot form their squares; divide the {what} by a scale such as {size:.0e} (the relative error does "
+        "not change)"
+    )
 
 
 def pick_key(found: Sequence[str], named: str | None, candidates: Sequence[str], path: Path, what: str) -> str:
@@ -212,11 +262,13 @@ def from_file(
     ky = pick_key(list(found), output_key, OUTPUT_KEYS, p, "output")
     if kx == ky:
         raise DataError(f"{p}: the input and the output are both key {kx!r}; name them apart")
-    size = 2 * (found[kx].nbytes + found[ky].nbytes)  # as read, then as float64 samples
+    # as read (decompressed: the shape times the dtype's size, whatever the file stores), then as float64 samples
+    size = sum(found[k].nbytes + math.prod(found[k].shape) * WORKING_BYTES for k in (kx, ky))
     if max_bytes is not None and size > max_bytes:
         raise DataError(
-            f"{p}: keys {kx!r} {found[kx].shape} and {ky!r} {found[ky].shape} take about {size / 2**20:,.0f} MiB, "
-            f"over the budget of {max_bytes / 2**20:,.0f} MiB; use fewer samples or raise the memory budget"
+            f"{p}: keys {kx!r} {found[kx].shape} ({found[kx].dtype}) and {ky!r} {found[ky].shape} "
+            f"({found[ky].dtype}) take about {size / 2**20:,.0f} MiB in memory once read, over the budget of "
+            f"{max_bytes / 2**20:,.0f} MiB; use fewer samples or raise the memory budget"
         )
     arrays = read(p, [kx, ky])
     return samples(

@@ -9,12 +9,14 @@ Formats, by suffix:
 * ``.mat``: MATLAB up to v7 (scipy's ``loadmat``; ``whosmat`` lists the shapes first). A v7.3 file is HDF5;
 * ``.h5`` / ``.hdf5`` (and v7.3 ``.mat``): HDF5, read with ``h5py`` if it is installed (``pip install h5py``).
 
-Every problem is a :class:`DataError`: one line naming the file (and key) and what to do.
+Every problem is a :class:`~applicative.DataError` (the library's one, a :class:`~applicative.UserError`): one
+line naming the file (and key) and what to do.
 """
 
 from __future__ import annotations
 
 import math
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from applicative import DataError
+
 SUFFIXES = (".pt", ".pth", ".npz", ".npy", ".mat", ".h5", ".hdf5")
-
-
-class DataError(ValueError):
-    """A data file that cannot be read as asked (one line: the file, the key, the problem, the fix)."""
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,16 @@ class ArrayInfo:
     @property
     def nbytes(self) -> int:
         """Bytes the array takes in memory (as a float64 copy if its own itemsize is unknown)."""
-        try:
-            itemsize = np.dtype(self.dtype).itemsize
-        except TypeError:
-            itemsize = 8
-        return math.prod(self.shape) * itemsize
+        return math.prod(self.shape) * itemsize(self.dtype)
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per value of a dtype named by numpy or torch (``"float32"``, ``"bfloat16"``); 8 if neither knows it."""
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        kind = getattr(torch, dtype, None)
+        return kind.itemsize if isinstance(kind, torch.dtype) else 8
 
 
 def _suffix(path: Path) -> str:
@@ -56,8 +61,17 @@ def _suffix(path: Path) -> str:
 
 
 def _exists(path: Path) -> None:
-    if not path.is_file():
-        raise DataError(f"{path}: no such file; check the path")
+    """A regular file (or a link to one): a FIFO would block the reader, a device never ends, a directory is none."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file; check the path") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read it ({e.strerror}); check the path") from None
+    if not stat.S_ISREG(mode):
+        kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (a named pipe)"), (stat.S_ISCHR, "a device"))
+        kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+        raise DataError(f"{path}: is {kind}, not a data file; give the path of a file of arrays")
 
 
 def contents(path: str | Path) -> dict[str, ArrayInfo]:
@@ -99,7 +113,7 @@ def read(path: str | Path, keys: list[str]) -> dict[str, np.ndarray]:
     try:
         if suffix in (".pt", ".pth"):
             tensors = _torch(path)
-            return {k: tensors[k].detach().cpu().numpy() for k in keys}
+            return {k: _numbers(tensors[k]) for k in keys}
         if suffix == ".npz":
             with np.load(path, allow_pickle=False) as z:
                 return {k: np.asarray(z[k]) for k in keys}
@@ -130,6 +144,13 @@ def _torch(path: Path) -> dict[str, torch.Tensor]:
     if not tensors:
         raise DataError(f"{path}: holds no tensors (keys {', '.join(blob)}); save a dict of tensors")
     return tensors
+
+
+def _numbers(t: torch.Tensor) -> np.ndarray:
+    """A tensor as a numpy array; real floats numpy has no dtype for (``bfloat16``, the float8 kinds) as float32."""
+    if t.is_floating_point() and t.dtype not in (torch.float16, torch.float32, torch.float64):
+        t = t.float()
+    return t.detach().cpu().numpy()
 
 
 def _npz_contents(path: Path) -> dict[str, ArrayInfo]:
@@ -168,8 +189,13 @@ def _hdf5(path: Path, keys: list[str] | None) -> dict[str, Any]:
         ) from None
     out: dict[str, Any] = {}
     with h5py.File(path, "r") as f:
+        _inside(path, f, f, "/")
 
         def visit(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Group):
+                _inside(path, f, obj, name)
+            if isinstance(obj, h5py.Dataset):
+                _own_values(path, obj, name)
             if isinstance(obj, h5py.Dataset) and (keys is None or name in keys):
                 # MATLAB v7.3 stores arrays transposed (column-major): read back in MATLAB's axis order
                 matlab = path.suffix.lower() == ".mat"
@@ -182,6 +208,37 @@ def _hdf5(path: Path, keys: list[str] | None) -> dict[str, Any]:
 
         f.visititems(visit)
     return out
+
+
+def _inside(path: Path, f: Any, group: Any, name: str) -> None:
+    """Refuse a link of ``group`` that leaves the file: an external link names another file (any file on the
+    machine), so reading through it would read that file as data."""
+    import h5py
+
+    for member in group:
+        link = group.get(member, getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            where = f"{name.rstrip('/')}/{member}".lstrip("/")
+            raise DataError(
+                f"{path}: key {where!r} is an external link to {link.filename!r}; a data file must hold its own values "
+                "(copy them in: h5py's copy, or h5repack)"
+            )
+
+
+def _own_values(path: Path, ds: Any, name: str) -> None:
+    """Refuse a dataset whose values live outside the file: external storage (raw bytes of other files, such as
+    ``/dev/urandom``) or a virtual dataset (a view of other datasets, possibly in other files)."""
+    if ds.external:
+        shown = ", ".join(repr(str(e[0])[:60]) for e in ds.external[:2])
+        raise DataError(
+            f"{path}: key {name!r} stores its values in other files ({shown}); a data file must hold its own "
+            "values (copy them in with h5repack, or save the arrays with numpy or torch)"
+        )
+    if ds.is_virtual:
+        raise DataError(
+            f"{path}: key {name!r} is a virtual dataset (a view of other datasets, possibly in other files); a data "
+            "file must hold its own values (copy them in with h5repack, or save the arrays with numpy or torch)"
+        )
 
 
 def _first(e: BaseException) -> str:

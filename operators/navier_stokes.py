@@ -267,7 +267,7 @@ def dataset(
 ) -> Tensor:
     """``count`` seeded trajectories ``(count, steps + 1, points, points)``: the vorticity at ``t = 0, 1, …, steps``.
 
-    FNO's problem (:data:`NU`, :func:`fno_forcing`, :func:`initial_vorticity`), solved on ``fine`` points a side
+    FNO's problem (``NU``, :func:`fno_forcing`, :func:`initial_vorticity`), solved on ``fine`` points a side
     (default ``points``; a multiple of it) and subsampled. Solved on ``device`` in batches of ``batch``, returned
     on the CPU. With ``cache`` (a directory), saved there keyed by every argument and read back next time.
     """

@@ -38,17 +38,17 @@ def problem(augment: Augment, axes: Sequence[Axis]) -> str | None:
         if not any(a.periodic for a in axes):
             return "augment=shifts translates along periodic axes, and no axis has boundary periodic"
         return None
-    odd = [i for i, a in enumerate(axes) if a.layout == "periodic" and not a.periodic]
+    odd = [i for i, a in enumerate(axes) if not a.layout.symmetric and not a.periodic]
     if odd:
         return (
-            f"augment={augment}: axis {'xy'[odd[0]]} is sampled at i/P without being periodic, so a reflection "
-            "does not map its samples onto themselves; use augment=none"
+            f"augment={augment}: axis {'xy'[odd[0]]} is sampled at {axes[odd[0]].layout.placement} without being "
+            "periodic, so a reflection does not map its samples onto themselves; use augment=none"
         )
     if augment == "square":
         if len(axes) != 2:
             return "augment=square moves a square: it needs two axes"
         a, b = axes
-        if (a.layout, a.lo, a.hi, a.bc) != (b.layout, b.lo, b.hi, b.bc):
+        if a != b:
             return "augment=square exchanges the axes: they need the same layout, extent and boundary"
     return None
 

@@ -7,7 +7,8 @@ directory), runs ``python -m MODULE ARGS`` through :func:`runpy.run_module` (the
 ``if __name__ == "__main__"`` block included) and exits with the program's status; an exception that
 escapes is printed as Python would (a traceback) and exits 1. Prints, as JSON, each case's status.
 
-Input: a JSON list of ``{"module", "argv", "cwd", "stdout", "stderr"}``.
+Input: a JSON list of ``{"module", "argv", "cwd", "stdout", "stderr"}``. Output: a line ``{"seconds": [...]}``
+(each case's wall time, fork to exit), then the last line, a JSON list of the exit statuses.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import runpy
 import signal
 import sys
+import time
 import traceback
 
 #: the longest one case may take: each fails while checking its arguments, in well under a second
@@ -59,19 +61,28 @@ def main() -> None:
     cases = json.load(sys.stdin)
     for name in PRELOAD:
         importlib.import_module(name)
-    for module in sorted({str(c["module"]) for c in cases}):  # a package run by its __main__: its own imports
+    for module in sorted({str(c["module"]) for c in cases}):  # each program's own imports, done once here
         spec = importlib.util.find_spec(module)
-        if spec is not None and spec.submodule_search_locations is not None:
-            importlib.import_module(module)
-    statuses = []
+        if spec is None:
+            continue
+        main = f"{module}.__main__" if spec.submodule_search_locations is not None else module
+        try:
+            importlib.import_module(main)  # its top level: imports and definitions (not its __main__ block)
+        except BaseException:  # a program that cannot be imported: each case says so
+            pass
+        sys.modules.pop(main, None)  # runpy runs it afresh, as python -m does (its dependencies stay imported)
+    statuses, seconds = [], []
     for case in cases:
         sys.stdout.flush()
         sys.stderr.flush()
+        start = time.perf_counter()
         pid = os.fork()
         if pid == 0:
             child(case)
         _, status = os.waitpid(pid, 0)
+        seconds.append(time.perf_counter() - start)
         statuses.append(os.waitstatus_to_exitcode(status))
+    print(json.dumps({"seconds": seconds}))
     print(json.dumps(statuses))
 
 

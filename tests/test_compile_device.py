@@ -19,9 +19,11 @@ from torch import Tensor, fx, nn
 from applicative import Field
 from instances import Chebyshev, Vector
 from models import Funcformer, FuncformerConfig
+from operators.layout import Axis
 from training.tasks.darcy.config import PRESETS
-from training.tasks.darcy.model import DarcyModel
-from training.tasks.darcy.train import objective
+from training.tasks.darcy.model import SHAPE
+from training.tasks.operator import Shape, build
+from training.tasks.operator.task import objective
 
 META = torch.device("meta")
 
@@ -57,18 +59,18 @@ class Y(Chebyshev):
     pass
 
 
-@pytest.mark.parametrize("sequence", ["x", "x+y", "xy"])
-def test_the_darcy_model_builds_its_constants_where_it_runs(sequence: str) -> None:
-    cfg = PRESETS["tiny"].replace(reader="grid", smooth=1.0, homogeneous=True, augment=True, sequence=sequence)
-    cfg = cfg.replace(reader_window=40.0)  # the window's position features are built where they are used
-    one_d = sequence != "xy"
-    cfg = cfg.replace(channels=2 if one_d else 1, window=40.0 if one_d else 0.0)
-    cfg = cfg.replace(activation="gelu")  # the grid preset's
-    model = DarcyModel(cfg).to(META)
-    x = torch.randn(3, cfg.points, cfg.points, device=META)
+MIXED = Shape((Axis("periodic", boundary="zero"), Axis("lobatto")), 2, 1)
+
+
+@pytest.mark.parametrize("shape", [SHAPE, Shape((Axis("periodic"),), 1, 2), MIXED])
+def test_the_operator_model_builds_its_constants_where_it_runs(shape: Shape) -> None:
+    cfg = PRESETS["tiny"].replace(smooth=1.0, channels=2, window=40.0, reader_window=40.0)  # every constant used
+    model = build(cfg, shape).to(META)
+    grid = (cfg.points,) * shape.dims
+    x = torch.rand(3, *grid, shape.c_in, device=META)
 
     def run(m: Callable[..., Tensor]) -> Tensor:
-        loss = objective(m, x, torch.randn_like(x))  # type: ignore[arg-type]
+        loss = objective(m, x, torch.randn(3, *grid, shape.c_out, device=META), cfg.smooth)  # type: ignore[arg-type]
         return loss
 
     assert _cpu_nodes(run, model) == []

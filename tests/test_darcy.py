@@ -1,9 +1,9 @@
-"""The Darcy example: finite-difference solver, Gaussian random coefficients, model parts, training job.
+"""The Darcy example: finite-difference solver, Gaussian random coefficients, the zero boundary, training job.
 
 References: manufactured solutions (``u``, ``a`` chosen, ``f = -∇·(a∇u)`` differentiated by hand) with
 second-order convergence; a layered discontinuous ``a(x)`` whose exact solution is known in closed form;
 the operator assembled by a plain Python loop over the stencil; the GRF's coefficient variances measured
-by an independent quadrature projection; numpy's ``chebmul`` for the bubble factor.
+by an independent quadrature projection; numpy's ``chebmul`` for the zero boundary's factor ``1 - t²``.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pytest
 import torch
 
 from examples.darcy.__main__ import main
-from instances.chebyshev import evaluate_2d, points
+from instances.axes import ZERO
+from operators import symmetry
 from operators.darcy import data
 from operators.darcy.solver import DarcySolver
 from training.tasks.darcy import load
 from training.tasks.darcy.config import PRESETS
-from training.tasks.darcy.model import bubble_matrix, input_coefficients
+from training.tasks.darcy.model import SHAPE
 from training.tasks.darcy.train import train
 
 
@@ -156,29 +157,34 @@ def test_refined_solution_is_closer() -> None:
     assert e2 < e1 / 3
 
 
-def test_bubble_matrix_is_chebmul() -> None:
+def test_the_zero_boundary_is_chebmul() -> None:
     v = np.random.default_rng(2).standard_normal(7)
     want = C.chebmul(C.poly2cheb([1, 0, -1]), v)
-    np.testing.assert_allclose(bubble_matrix(7).numpy() @ v, want, atol=1e-13)
+    imposed = ZERO.imposition(7)
+    assert imposed is not None and ZERO.coefficients(7) == 9
+    np.testing.assert_allclose(imposed.numpy() @ v, want, atol=1e-13)
 
 
-def test_input_coefficients_interpolate_log_a() -> None:
-    d = data.sample("lognormal", 3, points=9, refine=1)
-    c = input_coefficients(d, 12)
-    t = points(12)
-    x = (t + 1) / 2
-    torch.testing.assert_close(evaluate_2d(c, t, t), d.log_a_at(x, x))
+@pytest.mark.parametrize("family", data.FAMILIES)
+def test_the_solver_commutes_with_the_squares_symmetries(family: data.Family) -> None:
+    """``u(g·a) = g·u(a)`` for each of the eight moves, to the solver's rounding: the augmentation is exact."""
+    d = data.sample(family, 8, points=9, refine=1)
+    which = torch.tensor([[t, x, y] for t in (0, 1) for x in (0, 1) for y in (0, 1)], dtype=torch.bool)
+    a = symmetry.move(d.a[..., None], which, "square", SHAPE.axes)[..., 0]
+    u = symmetry.move(d.u[..., None], which, "square", SHAPE.axes)[..., 0]
+    solved = torch.from_numpy(DarcySolver(9).solve_batch(a.numpy()))
+    torch.testing.assert_close(solved, u, rtol=1e-9, atol=1e-12)
 
 
 def test_tiny_training_loss_falls(tmp_path: Path) -> None:
     config = PRESETS["tiny"]
     splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
-    trained, task = train(config, splits, tmp_path, progress=False)
-    losses = [r["loss"] for r in trained.history]
+    run = train(config, splits, tmp_path, progress=False)
+    losses = [r["loss"] for r in run.trained.history]
     assert losses[-1] < 0.5 * losses[0]
     model = load(tmp_path)
-    x = input_coefficients(splits.test, config.modes).float()
-    torch.testing.assert_close(model(x), task.model(x))
+    x = splits.test.a[..., None]
+    torch.testing.assert_close(model(x), run.task.model(x))
 
 
 def test_cli_user_error_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_command_line_sigterm_exits_143_and_the_rerun_resumes(
     ("argv", "says"),
     [
         (["--config", "heads=abc"], "heads='abc': must be an integer"),
-        (["--config", "lr=0"], "lr=0.0: must be > 0.0"),
+        (["--config", "lr=0"], "lr=0.0: must be >= 1e-12"),
         (["--config", "lr=nan"], "lr=nan: must be finite"),
         (["--config", "heads=3"], "heads must divide width"),
         (["--config", "heads"], "expected FIELD=VALUE"),
@@ -214,7 +214,7 @@ def test_load_refuses_a_foreign_checkpoint(tmp_path: Path) -> None:
         tree_listops.load(tmp_path)
     meta = SPEC.meta()
     torch.save({"meta": meta, "config": {"steps": 1}, "task": {}}, tmp_path / CHECKPOINT)
-    with pytest.raises(CheckpointError, match=r"not a checkpoint of a ListOps model \(its config field model is None"):
+    with pytest.raises(CheckpointError, match=r"not a ListOps model \(its config field model is None"):
         tree_listops.load(tmp_path)
 
 

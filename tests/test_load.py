@@ -18,8 +18,9 @@ import torch
 from torch import nn
 
 import training
+from models.operator import OperatorModel
 from training import CheckpointError
-from training.tasks import darcy, lm, poisson, tree_listops
+from training.tasks import darcy, lm, operator, poisson, tree_listops
 
 
 @pytest.fixture(autouse=True)
@@ -45,9 +46,20 @@ def _darcy(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
 
     cfg = darcy.PRESETS["tiny"]
     splits = data.splits(cfg.family, cfg.n_train, cfg.n_test, cfg.points, refine=cfg.refine)
-    trained, _ = train.train(cfg, splits, out, progress=False, stop_after=2)
-    x = darcy.model.input_coefficients(splits.test, cfg.modes).float()[:4]
-    return trained.model, lambda m: m(x)
+    run = train.train(cfg, splits, out, progress=False, stop_after=2)
+    x, at = splits.test.a[:4, ..., None], torch.rand(5, 2, dtype=torch.float64)  # scattered points of the square
+    return run.trained.model, lambda m: operator.predict(m, x, at=at)
+
+
+def _operator(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    from operators.dataset import samples
+    from tests.operator_cases import periodic_inverse
+
+    case = periodic_inverse()
+    tr = samples(*case.sample(16, 24, 0), case.axes)
+    model = operator.train(operator.PRESETS["tiny"], tr, {}, out, progress=False, stop_after=2).trained.model
+    x = torch.from_numpy(case.sample(4, 32, 1)[0])  # another resolution, anywhere
+    return model, lambda m: operator.predict(m, x, at=(torch.linspace(0, 1, 7, dtype=torch.float64),))
 
 
 def _lm(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
@@ -73,10 +85,12 @@ RUNS: dict[str, Callable[[Path], tuple[nn.Module, Callable[[nn.Module], torch.Te
     "darcy": _darcy,
     "lm": _lm,
     "tree_listops": _listops,
+    "operator": _operator,
 }
 CLASSES: dict[str, type[nn.Module]] = {
     "poisson": poisson.PoissonModel,
-    "darcy": darcy.DarcyModel,
+    "darcy": OperatorModel,
+    "operator": OperatorModel,
     "lm": lm.CharLM,
     "tree_listops": tree_listops.ListOpsModel,
 }
@@ -111,7 +125,8 @@ def test_the_checkpoint_says_what_it_holds(runs: dict[str, Any]) -> None:
     for name, (out, trained, _) in runs.items():
         path = training.registry.checkpoint_in(out)
         meta = torch.load(path, weights_only=True)["meta"]
-        assert meta == {"task": name, "model": f"{type(trained).__module__}.{type(trained).__qualname__}", "version": 1}
+        kind = f"{type(trained).__module__}.{type(trained).__qualname__}"
+        assert meta == {"task": name, "model": kind, "version": training.registry.spec_of(name).version}
 
 
 def test_another_tasks_checkpoint_is_refused_naming_both(runs: dict[str, Any]) -> None:
@@ -120,7 +135,7 @@ def test_another_tasks_checkpoint_is_refused_naming_both(runs: dict[str, Any]) -
         poisson.load(out)
     message = str(caught.value)
     assert "\n" not in message
-    assert "'darcy' (DarcyModel, version 1)" in message and "'poisson' (PoissonModel, version 1)" in message
+    assert "'darcy' (OperatorModel, version 2)" in message and "'poisson' (PoissonModel, version 1)" in message
     with pytest.raises(CheckpointError, match=r"'lm'.*not task 'tree_listops'"):
         training.load(runs["lm"][0], task="tree_listops")
 
@@ -167,8 +182,8 @@ METAS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "version a str": (lambda b: b["meta"].update(version="1"), "its meta's version is '1'"),
     "another version": (lambda b: b["meta"].update(version=7), "(PoissonModel, version 7), but this library reads"),
     "another class": (
-        lambda b: b["meta"].update(model="training.tasks.darcy.model.DarcyModel"),
-        "(DarcyModel, version 1), but this library reads task 'poisson' (PoissonModel, version 1)",
+        lambda b: b["meta"].update(model="models.operator._model.OperatorModel"),
+        "(OperatorModel, version 1), but this library reads task 'poisson' (PoissonModel, version 1)",
     ),
     "another task": (lambda b: b["meta"].update(task="darcy"), "not task 'poisson' (PoissonModel, version 1)"),
     "unknown task": (lambda b: b["meta"].update(task="nope"), "holds task 'nope'"),
@@ -217,6 +232,25 @@ def test_unknown_tasks_and_missing_runs_are_one_line(tmp_path: Path) -> None:
         (tmp_path / f"run{i}" / "checkpoint.pt").write_bytes(b"")
     with pytest.raises(CheckpointError, match=r"several trained models \(run0, run1, run2, run3, run4 and 4 more\)"):
         training.load(tmp_path)
+
+
+def test_an_operator_checkpoint_of_the_flattened_layout_is_refused_with_the_retrain_command(
+    runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Version 1 stored the data's shape as ``data_x_layout`` fields; the records replaced them (version 2)."""
+
+    def flattened(blob: dict[str, Any]) -> None:
+        blob["meta"]["version"] = 1
+        data = blob["config"].pop("data")
+        axis = data["axes"][0]
+        blob["config"] |= {"data_c_in": 1, "data_c_out": 1, **{f"data_x_{k}": v for k, v in axis.items()}}
+
+    out = _rewritten(runs["operator"][0], tmp_path / "v1", flattened)
+    with pytest.raises(CheckpointError) as caught:
+        training.load(out)
+    message = str(caught.value)
+    assert "\n" not in message and "version 1), but this library reads task 'operator'" in message
+    assert f"retrain with python -m examples.operator --out {out}" in message
 
 
 def test_a_users_task_registers(tmp_path: Path) -> None:

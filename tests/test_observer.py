@@ -12,6 +12,7 @@ import torch
 from numpy.polynomial import chebyshev as npcheb
 
 from examples import observer
+from training import RunDir
 from training.tasks.observer import PRESETS
 from training.tasks.observer.config import SENSORS
 from training.tasks.observer.data import posterior_mean, trajectories
@@ -63,7 +64,8 @@ def test_the_program_writes_a_resumable_run(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     argv = ["--preset", "tiny", "--no-progress", "--config", "eval_every=4", "--config", "checkpoint_every=4"]
     config = CONFIG.replace(steps=8, eval_every=4, checkpoint_every=4)
-    train(config, tmp_path / "a", progress=False, stop_after=4)  # stopped half-way
+    with RunDir(tmp_path / "a", "python -m examples.observer"):  # the program's run directory, as it takes one
+        train(config, tmp_path / "a", progress=False, stop_after=4)  # stopped half-way
     assert observer.main([*argv, "--steps", "8", "--out", str(tmp_path / "a")]) == 0
     resumed = json.loads((tmp_path / "a" / "report.json").read_text())
     assert resumed["resumed_from_step"] == 4 and (tmp_path / "a" / "checkpoint.pt").exists()

@@ -1,5 +1,5 @@
 """The operator task end to end: data in every layout from exact solutions, trained through the Python API and the
-command line, loaded back, and evaluated anywhere against the exact functions; the Darcy model through the route.
+command line, loaded back, and evaluated anywhere against the exact functions.
 """
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ import torch
 
 import training
 from examples.operator.__main__ import main
-from operators.darcy import data as darcy_data
 from operators.dataset import samples
-from operators.layout import Axis
 from tests.operator_cases import Case, antiderivative, periodic_inverse, poisson
-from training.tasks.darcy.config import PRESETS as DARCY
-from training.tasks.darcy.model import DarcyModel, centred
-from training.tasks.operator import PRESETS, Config, InputError, OperatorModel, predict, train
-from training.tasks.operator.program import parse_budget, steps_for
-from training.tasks.operator.train import build_model
+from training.tasks.operator import PRESETS, InputError, OperatorModel, predict, train
+from training.tasks.operator.program import parse_time, steps_for
 
 TINY = PRESETS["tiny"]
 
@@ -128,48 +123,6 @@ def test_a_misread_grid_is_refused_before_training_in_one_line(
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
-def test_the_darcy_grid_model_is_the_operator_model_with_the_grid_presets_settings() -> None:
-    """The same seed builds the same weights; the same weights compute the same solution (float32 rounding)."""
-    dc = DARCY["grid"].replace(
-        points=17, refine=1, modes=8, n_train=12, n_test=3, width=16, hidden=24, reader_width=8, channels=2
-    )
-    sp = darcy_data.splits(dc.family, dc.n_train, dc.n_test, dc.points, dc.seed, dc.refine)
-    log_a, m = centred(sp.train.a.log())
-    torch.manual_seed(dc.seed)
-    darcy = DarcyModel(dc, float(log_a.mean()), float(log_a.std()), float((sp.train.u * m.exp()).pow(2).mean().rsqrt()))
-    oc = Config(
-        modes=8,
-        width=16,
-        hidden=24,
-        heads=dc.heads,
-        depth=dc.depth,
-        activation=dc.activation,
-        window=dc.window,
-        frequencies=dc.frequencies,
-        reader_width=8,
-        reader_heads=dc.reader_heads,
-        reader_window=dc.reader_window,
-        channels=2,
-        log_input=True,
-        homogeneous=-1.0,
-        augment="square",
-        seed=dc.seed,
-    )
-    axis = Axis("nodes", boundary="zero")
-    ours = build_model(oc, samples(sp.train.a, sp.train.u, (axis, axis)))
-    theirs = darcy.state_dict()
-    shared = [k for k, v in ours.state_dict().items() if k in theirs and theirs[k].shape == v.shape]
-    assert len(shared) > 40
-    for k in shared:
-        if k not in ("in_shift", "in_scale", "out_scale"):
-            assert torch.equal(ours.state_dict()[k], theirs[k]), k
-    torch.testing.assert_close(ours.in_scale[0], darcy.in_scale, rtol=1e-6, atol=0)
-    with torch.no_grad():
-        want = darcy.on_grid(darcy(sp.test.a.log()))
-        got = ours.values(ours(sp.test.a[..., None]), (17, 17))[..., 0]
-    assert float((got - want).abs().max()) < 1e-5 * float(want.abs().max()) + 1e-8
-
-
 def test_predict_checks_its_arguments() -> None:
     case = antiderivative("nodes")
     tr = samples(*case.sample(8, 12, 0), case.axes)
@@ -191,19 +144,25 @@ def test_predict_checks_its_arguments() -> None:
     torch.testing.assert_close(predict(model, x, at=t[:, None]), predict(model, x, at=(t,)))
 
 
-def test_a_budget_is_steps_or_time() -> None:
-    assert parse_budget("3000") == ("steps", 3000.0)
-    assert parse_budget("1.5h") == ("seconds", 5400.0) and parse_budget("90s") == ("seconds", 90.0)
-    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 10
-    for bad in ("0", "ten minutes", "-5m", "1e9"):
-        with pytest.raises(training.UserError, match="--budget"):
-            parse_budget(bad)
+def test_a_time_is_a_duration() -> None:
+    assert parse_time("1.5h") == 5400.0 and parse_time("90s") == 90.0 and parse_time("10m") == 600.0
+    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 1  # the schedule holds at any length
+    for bad in ("0s", "3000", "ten minutes", "-5m", "1e9"):
+        with pytest.raises(training.UserError, match="--time"):
+            parse_time(bad)
+
+
+def test_the_old_budget_option_says_what_replaced_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "train.npz", antiderivative("nodes"), 16, 12, 0)
+    assert main(["--train", str(tmp_path / "train.npz"), "--budget", "3000", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--steps N" in err and "--time 10m" in err and "--memory GIB" in err
 
 
 def test_a_time_budget_sets_the_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write(tmp_path / "train.npz", antiderivative("nodes"), 16, 12, 0)
     out = tmp_path / "run"
-    args = ["--train", str(tmp_path / "train.npz"), "--preset", "tiny", "--config", "modes=6", "--budget", "3s"]
+    args = ["--train", str(tmp_path / "train.npz"), "--preset", "tiny", "--config", "modes=6", "--time", "3s"]
     assert main([*args, "--out", str(out), "--no-progress"]) == 0
     said = capsys.readouterr().out
     steps = json.loads((out / "report.json").read_text())["steps"]

@@ -4,6 +4,9 @@ checked samples, and the grid's symmetries -- against numpy, scipy and hand-writ
 from __future__ import annotations
 
 import math
+import os
+import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +18,7 @@ from numpy.polynomial import chebyshev as C
 from operators import symmetry
 from operators.dataset import from_file, samples
 from operators.files import DataError, contents, read
-from operators.layout import LAYOUTS, Axis, LayoutError, check_layout, line
+from operators.layout import FREE, LAYOUTS, PERIODIC, ZERO, Axis, LayoutError, check_layout
 
 F64 = torch.float64
 
@@ -43,7 +46,7 @@ def test_the_layouts_place_their_samples_where_the_table_says() -> None:
 def test_each_layouts_quadrature_integrates_what_it_should(layout: str) -> None:
     """Against scipy's adaptive quadrature: trapezoid O(h²), midpoint O(h²), the periodic trapezoid spectrally on a
     periodic function, Fejér and Clenshaw-Curtis exactly on polynomials of degree < P."""
-    axis = Axis(layout)  # type: ignore[arg-type]
+    axis = Axis(layout)
     p = 40
     t = axis.t(p).numpy()
     w = axis.weights(p).numpy()
@@ -61,13 +64,13 @@ def test_each_layouts_quadrature_integrates_what_it_should(layout: str) -> None:
 
 def test_a_line_is_a_structure_whose_measure_is_the_layouts_quadrature() -> None:
     for layout in LAYOUTS:
-        axis = Axis(layout)  # type: ignore[arg-type]
-        s = line(axis, 9)
+        axis = Axis(layout)
+        s = axis.line(9)
         assert s.periodic == (layout == "periodic")
         lw = s.log_measure(F64, torch.device("cpu"))
         torch.testing.assert_close(lw.exp(), axis.weights(9))
         torch.testing.assert_close(s.coordinates(F64), axis.t(9))
-        assert line(axis, 9) == s and line(axis, 10) != s  # one class per layout: equal by size
+        assert axis.line(9) == s and axis.line(10) != s  # one class per layout: equal by size
 
 
 def test_axes_refuse_contradictions() -> None:
@@ -75,13 +78,19 @@ def test_axes_refuse_contradictions() -> None:
         Axis("nodes", boundary="periodic")
     with pytest.raises(LayoutError, match=r"need finite lo < hi"):
         Axis("nodes", 1.0, 0.0)
-    assert Axis("periodic").bc == "periodic" and Axis("periodic", boundary="zero").bc == "zero"
-    assert Axis("centres").bc == "free"  # never assumed zero
+    assert Axis("periodic").boundary == PERIODIC and Axis("periodic", boundary="zero").boundary == ZERO
+    assert Axis("centres").boundary == FREE  # never assumed zero
+    with pytest.raises(LayoutError, match=r"layout 'uniform': must be one of nodes, periodic, centres"):
+        Axis("uniform")
+    for axis in (Axis("periodic", -1.0, 2.0, "zero"), Axis("lobatto"), Axis()):
+        assert Axis.from_record(axis.record()) == axis
+    with pytest.raises(LayoutError, match=r"boundary 'dirichlet': must be one of periodic, zero, free"):
+        Axis.from_record({"layout": "nodes", "lo": 0.0, "hi": 1.0, "boundary": "dirichlet"})
 
 
 def _dirichlet(p: int, layout: str) -> np.ndarray:
     """``sin(πx) sin(2πy)``-like samples vanishing at x = 0 and x = 1, at the layout's nodes along both axes."""
-    x = Axis(layout).coordinates(p).numpy()  # type: ignore[arg-type]
+    x = Axis(layout).coordinates(p).numpy()
     return (np.sin(math.pi * x)[:, None] * np.sin(2 * math.pi * x + 0.3)[None, :])[None]
 
 
@@ -194,7 +203,7 @@ def test_reflections_map_each_layouts_samples_onto_the_reflected_points() -> Non
     """``g·f = f ∘ g⁻¹`` computed by :func:`symmetry.move` equals the function sampled at the reflected points."""
     f = lambda x, y: np.exp(np.sin(2 * math.pi * x) + 0.3 * y) + x * y  # noqa: E731
     for layout, bc in (("nodes", "free"), ("centres", "zero"), ("chebyshev", "free"), ("periodic", "periodic")):
-        axis = Axis(layout, boundary=bc)  # type: ignore[arg-type]
+        axis = Axis(layout, boundary=bc)
         x = axis.coordinates(8).numpy()
         grid = torch.from_numpy(f(x[:, None], x[None, :]))[None, ..., None]  # (1, 8, 8, 1)
         which = torch.tensor([[True, True, False]])  # transpose, then reflect x
@@ -214,3 +223,128 @@ def test_shifts_translate_periodic_axes_only() -> None:
     moved = symmetry.move(t, which, "shifts", axes)
     for b in range(2):
         torch.testing.assert_close(moved[b], t[b].roll(-int(which[b, 0]), 0))
+
+
+# ---- a data file is only itself -------------------------------------------------------------------------
+
+
+def _pair(n: int = 4, p: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    x = np.linspace(0, 1, p)
+    a = np.stack([np.sin((k + 1) * math.pi * x) for k in range(n)])
+    return a, 2 * a
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "dangling"])
+def test_only_a_regular_file_is_read(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block the reader for ever and ``/dev/zero`` never ends: each is refused as what it is, at once."""
+    path = tmp_path / "data.npz"
+    says = {"fifo": "is a FIFO", "directory": "is a directory", "device": "is a device", "dangling": "no such file"}
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero" if kind == "device" else tmp_path / "absent.npz")
+    for call in (lambda: contents(path), lambda: from_file(path)):
+        with pytest.raises(DataError, match=f"data.npz: {says[kind]}"):
+            call()
+
+
+def test_a_symlink_to_a_data_file_is_read(tmp_path: Path) -> None:
+    a, u = _pair()
+    np.savez(tmp_path / "real.npz", a=a, u=u)
+    (tmp_path / "link.npz").symlink_to(tmp_path / "real.npz")
+    s = from_file(tmp_path / "link.npz", dims=1)
+    np.testing.assert_array_equal(s.inputs[..., 0].numpy(), a)
+
+
+h5py = pytest.importorskip("h5py")
+
+
+def test_hdf5_values_outside_the_file_are_refused(tmp_path: Path) -> None:
+    """External storage (raw bytes of another file: /etc/passwd, /dev/urandom), a virtual dataset over another file,
+    and an external link: each refused by name, before a value is read."""
+    a, u = _pair()
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["u"] = u
+    stolen = tmp_path / "secret.bin"
+    stolen.write_bytes(np.arange(64, dtype=np.float64).tobytes())
+    cases = {
+        "external.h5": ("stores its values in other files", None),
+        "virtual.h5": ("is a virtual dataset", None),
+        "link.h5": ("is an external link to", None),
+    }
+    with h5py.File(tmp_path / "external.h5", "w") as f:
+        f["a"] = a
+        f.create_dataset("u", shape=(4, 16), dtype="f8", external=[(str(stolen), 0, 4 * 16 * 8)])
+    with h5py.File(tmp_path / "virtual.h5", "w") as f:
+        f["a"] = a
+        layout = h5py.VirtualLayout(shape=(4, 16), dtype="f8")
+        layout[:] = h5py.VirtualSource(str(other), "u", shape=(4, 16))
+        f.create_virtual_dataset("u", layout)
+    with h5py.File(tmp_path / "link.h5", "w") as f:
+        f["a"] = a
+        f["u"] = h5py.ExternalLink(str(other), "u")
+    for name, (says, _) in cases.items():
+        with pytest.raises(DataError, match=says):
+            from_file(tmp_path / name, dims=1)
+        with pytest.raises(DataError, match=says):
+            contents(tmp_path / name)
+
+
+def test_a_small_file_that_would_grow_past_the_budget_is_refused_before_reading(tmp_path: Path) -> None:
+    """A few KB of HDF5 (chunks never written: the fill value) that would be 8 GB in memory: refused from its shape,
+    with the estimate in the message, in well under a second."""
+    path = tmp_path / "bomb.h5"
+    with h5py.File(path, "w") as f:
+        for key in ("a", "u"):
+            f.create_dataset(key, shape=(500, 1000, 1000), dtype="f4", chunks=(1, 100, 1000), compression="gzip")
+    assert path.stat().st_size < 100_000
+    # each value: its 4 bytes as read, 8 as a float64 sample, 2 for the checks' masks
+    estimate = 2 * 500 * 1000 * 1000 * (4 + 8 + 2) / 2**20
+    start = time.perf_counter()
+    with pytest.raises(
+        DataError, match=rf"take about {estimate:,.0f} MiB in memory once read, over the budget of 8,192"
+    ):
+        from_file(path, max_bytes=8 * 2**30)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_bfloat16_and_other_real_floats_are_numbers(tmp_path: Path) -> None:
+    a, u = _pair()
+    for dtype in (torch.bfloat16, torch.float16, torch.float8_e4m3fn):
+        path = tmp_path / f"{dtype}.pt".replace("torch.", "")
+        torch.save({"a": torch.from_numpy(a).to(dtype), "u": torch.from_numpy(u).to(dtype)}, path)
+        assert contents(path)["a"].nbytes == 4 * 16 * dtype.itemsize
+        s = from_file(path, dims=1)
+        want = torch.from_numpy(u).to(dtype).double()  # the file's own numbers, exactly
+        torch.testing.assert_close(s.outputs[..., 0], want, rtol=0, atol=0)
+
+
+def test_an_output_sample_of_zeros_is_refused_by_name() -> None:
+    a, u = _pair()
+    u[2] = 0
+    u[3] = 0
+    with pytest.raises(DataError, match=r"sample 2 \(and 1 more\) has outputs all zero: its relative error is 0/0"):
+        samples(a, u)
+    ints = np.ones((3, 16), dtype=np.uint8)
+    ints[1] = 0
+    with pytest.raises(DataError, match="sample 1 has outputs all zero"):
+        samples(ints, ints)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-310])
+def test_data_a_float32_model_cannot_square_are_refused_with_the_remedy(scale: float) -> None:
+    """Around 1e300 (squares overflow) or 1e-310 (subnormal: flushed to zero in training): refused, naming the sample
+    past the bound and the remedy, rather than training into 'diverged'."""
+    a, u = _pair()
+    peaks = np.abs(u * scale).max(axis=1)
+    bad = int(peaks.argmax() if scale > 1 else peaks.argmin())
+    size = re.escape(f"{peaks[bad]:.3g}")
+    says = rf"sample {bad}'s outputs reach {size}, outside \[1e-15, 1e\+15\].*divide the outputs by a scale"
+    with pytest.raises(DataError, match=says):
+        samples(a, u * scale)
+    with pytest.raises(DataError, match=r"key 'inputs': sample \d's inputs reach"):
+        samples(a * 2e300, u)
+    samples(np.abs(a) * 1e300 + 1, u, log_input=True)  # a log is taken of the inputs: any positive size will do

@@ -94,6 +94,6 @@ def test_bad_input_says_what_to_do() -> None:
         least_squares(samples(rng.standard_normal((4, 8, 1)), rng.standard_normal((4, 8, 1)), axes))
     big = (Axis("nodes"), Axis("nodes"))
     with pytest.raises(InputError, match="coarser grid"):
-        least_squares(samples(np.zeros((6, 91, 91, 1)), np.zeros((6, 91, 91, 1)), big))
+        least_squares(samples(np.ones((6, 91, 91, 1)), np.ones((6, 91, 91, 1)), big))
     with pytest.raises(InputError, match="positive"):
         least_squares(samples(rng.standard_normal((10, 8, 1)), rng.standard_normal((10, 8, 1)), axes), ridges=())

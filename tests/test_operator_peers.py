@@ -16,7 +16,7 @@ import torch
 from operators.dataset import samples
 from operators.layout import Axis
 from training.tasks.operator import Config
-from training.tasks.operator.train import OperatorTask
+from training.tasks.operator.task import OperatorTask
 
 pytest.importorskip("neuralop")
 from training.tasks.operator.peers import SWEEP, Plain, PlainFNOTask, _Scales, plain_loss

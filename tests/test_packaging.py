@@ -177,3 +177,47 @@ def test_every_benchmark_runs_quick_to_its_result_line(tmp_path: Path, names: li
         if m is None or not ((rc == 0 and math.isfinite(float(m[2]))) or (missing_peer and math.isnan(float(m[2])))):
             wrong[n] = (rc, last, (err.strip().splitlines() or [""])[-1][:300])
     assert not wrong, wrong
+
+
+# ---- the pinned toolchain --------------------------------------------------------------------------------
+
+
+def _pins() -> dict[str, str]:
+    """``constraints.txt``: normalised name -> pinned version."""
+    out = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            name, version = line.strip().split("==", 1)
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return out
+
+
+def test_the_installed_toolchain_is_the_pinned_one() -> None:
+    """Every pinned package that is installed has the pinned version (torch compared without its ``+cpu`` label):
+    CI and the README's commands install with ``-c constraints.txt``, so a fresh machine runs today's CI."""
+    from importlib import metadata
+
+    pins = _pins()
+    assert {"torch", "numpy", "pytest", "hypothesis", "mypy", "ruff"} <= pins.keys()
+    installed = {}
+    for name in pins:
+        try:  # the distribution imports would use: the first on sys.path (a test may put others after it)
+            installed[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    drift = {name: (pins[name], v) for name, v in installed.items() if v.split("+")[0] != pins[name]}
+    assert not drift, (
+        f"installed versions differ from constraints.txt (name: pinned, installed): {drift}; reinstall with "
+        "`pip install -c constraints.txt -e '.[dev]'`, or move the pins with `bash .ci/bump`"
+    )
+
+
+def test_every_install_command_uses_the_pins() -> None:
+    """The README's and CI's installs of the project go through ``-c constraints.txt`` (torch, installed first on
+    its own, is pinned by ``==``)."""
+    texts = {p: (ROOT / p).read_text() for p in ("README.md", "docs/index.md", ".ci/run")}
+    for path, text in texts.items():
+        for command in re.findall(r"pip install [^&\n]*", text):
+            assert "-c constraints.txt" in command or re.search(r"torch==[\d.]+\s*$", command.strip()), (
+                f"{path}: `{command.strip()}` installs without the pins"
+            )

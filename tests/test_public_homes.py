@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -43,3 +44,49 @@ def test_kernels_and_structure_do_not_import_each_other() -> None:
     assert "_structure" not in kernels and "from ._contract import" in kernels
     structure = (ROOT / "applicative" / "_structure.py").read_text()
     assert "from . import _kernels" in structure
+
+
+def _modules(*packages: str) -> list[Path]:
+    return [p for package in packages for p in sorted((ROOT / package).rglob("*.py"))]
+
+
+def test_models_import_only_the_core_and_the_structures() -> None:
+    """The floors hold: ``models`` builds on ``applicative`` and ``instances`` (and torch), never on the data or the
+    training packages above it; ``instances`` never on ``models``."""
+    above = {"models": {"operators", "training", "examples", "benchmarks"}}
+    above["instances"] = above["models"] | {"models"}
+    above["applicative"] = above["instances"] | {"instances"}
+    hits = []
+    for package, forbidden in above.items():
+        for path in _modules(package):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                hits += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in forbidden]
+    assert hits == []
+
+
+def test_layouts_and_boundaries_are_compared_as_values_outside_their_registry() -> None:
+    """No module but the registry (:mod:`instances.axes`) compares a layout's or a boundary's name as a string: the
+    rest ask the values (``axis.boundary.vanishes``, ``axis.layout.ends``)."""
+    from instances.axes import BOUNDARIES, LAYOUTS
+
+    words = set(LAYOUTS) | set(BOUNDARIES)
+
+    def named(node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in words
+        return isinstance(node, ast.Tuple | ast.List | ast.Set) and any(named(e) for e in node.elts)
+
+    hits = []
+    for path in _modules("applicative", "instances", "models", "operators", "training", "examples", "benchmarks"):
+        if path == ROOT / "instances" / "axes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            compared = isinstance(node, ast.Compare) and any(named(e) for e in (node.left, *node.comparators))
+            # a table keyed by the names (two or more of them: a lone "zero" may be another word's key)
+            keyed = isinstance(node, ast.Dict) and sum(k is not None and named(k) for k in node.keys) > 1
+            if compared or keyed:
+                hits.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert hits == []

@@ -91,7 +91,7 @@ def test_an_unrolled_loss_trains_through_the_models_own_predictions() -> None:
     """Two steps unrolled from exact windows: the loss is the mean of both steps' losses, the second computed from a
     window holding the first prediction (checked against the same loss computed by hand on the task's model)."""
     from training.tasks.operator.rollout import UnrolledTask
-    from training.tasks.operator.train import losses
+    from training.tasks.operator.task import losses
 
     torch.set_num_threads(1)
     traj = heat(12, 6, 16, 4)
@@ -110,7 +110,7 @@ def test_an_unrolled_loss_trains_through_the_models_own_predictions() -> None:
     seq = torch.stack([symmetry.move(seq[:, i], which, "shifts", AXES) for i in range(4)], 1)
 
     def step(x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        loss, pred = losses(task.model, x, target)
+        loss, pred = losses(task.model, x, target, task.config.smooth)
         return loss.mean(), pred
 
     want = two_steps(step, seq)
@@ -129,7 +129,7 @@ def test_the_peer_unrolls_as_the_operator_model_does() -> None:
     pytest.importorskip("neuralop")
     from training.tasks.operator.fno import NAVIER_STOKES, UnrolledFNOTask
     from training.tasks.operator.rollout import UnrolledTask, draw_sequences
-    from training.tasks.operator.train import relative_sq
+    from training.tasks.operator.task import relative_sq
 
     torch.set_num_threads(1)
     traj = heat(12, 6, 16, 4)

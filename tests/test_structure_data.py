@@ -7,8 +7,11 @@ indexed, concatenated and collated with the values, is traced by
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import subprocess
 import sys
+import weakref
 from typing import Any
 
 import pytest
@@ -18,7 +21,7 @@ from torch.utils.data import default_collate
 
 import applicative as ap
 from applicative import REAL, Field, Linear, StructureError, Vector, counit, dot, zip_with
-from instances import MAX_PLUS, Chebyshev, Distribution, NodeAlgebra, Padded, Tree, tree_field
+from instances import DAG, MAX_PLUS, Chebyshev, Distribution, NodeAlgebra, Padded, Tree, tree_field
 from models import FuncformerConfig, Transformer, funcformer, treeformer
 
 F64 = torch.float64
@@ -71,6 +74,62 @@ def test_equality_never_reads_values() -> None:
     p[0] = 10.0  # the caller's tensor changes; the structure kept its own copy
     x = torch.ones(2, dtype=F64)
     assert d1.counit(x, -1, REAL).item() == pytest.approx(1.0)
+
+
+def test_equality_is_by_lineage_and_keeps_nothing_alive() -> None:
+    """Derivations of one structure by the same steps are equal without a cache; other steps, or other data, are not."""
+    p = Padded(5, [2, 5, 3])
+    assert p.to("meta") == p.to("meta") and p.to("meta") is not p.to("meta")
+    assert p.to("meta") != p  # another device
+    assert p.index_batch(slice(0, 2)) == p.index_batch(slice(0, 2)) != p.index_batch(slice(1, 3))
+    assert p.index_batch(1) == p.index_batch(1) != p.index_batch(0)
+    assert p.index_batch(torch.tensor([0, 2])) != p.index_batch(torch.tensor([0, 2]))  # a tensor index: new data
+    assert p.unsqueeze_batch(0) == p.unsqueeze_batch(0)
+    assert p.with_data(p.data()) == p  # the very same tensors
+    assert p.with_data((p.lengths.clone(),)) != p and p.with_data((p.lengths.clone(),)).equals(p)
+    joined = ap.cat([Field(torch.zeros(3, 5), (p,)), Field(torch.zeros(3, 5), (p,))]).structures[0]
+    assert joined == ap.cat([Field(torch.ones(3, 5), (p,)), Field(torch.ones(3, 5), (p,))]).structures[0]
+    moved = weakref.ref(p.to("meta"))
+    gc.collect()
+    assert moved() is None  # no cache in p holds its moved copy (or its tensors) alive
+    assert all(not isinstance(v, dict | torch.Tensor) or k == "count" for k, v in vars(p).items())
+
+
+def test_with_data_replaces_the_tensor_fields_and_drops_caches() -> None:
+    dag = DAG.from_lists([[None, None, ("+", 0, 1)], [None, ("+", 0, 0)]], ["+", "*"])
+    assert [f.name for f in dataclasses.fields(dag)] == ["size", "count", "children", "ops", "level", "operations"]
+    assert dag.schedule is dag.schedule  # a cache: built once
+    other = dag.with_data(tuple(t.clone() for t in dag.data()))
+    assert "schedule" not in vars(other) and other.operations == 2 and other.size == 3
+    assert other != dag and other.equals(dag)
+    torch.testing.assert_close(other.schedule.levels[0].out, dag.schedule.levels[0].out)
+
+
+def test_a_user_structure_declares_its_fields_once() -> None:
+    """Two tensors of different event axes, a ragged one padded with its declared fill, and a static setting."""
+
+    class Marked(ap.Ragged):
+        marks: torch.Tensor = ap.per_example(event_dims=2, pad_axis=-2, fill=-7)
+        label: str
+
+    a = Marked(3, torch.tensor([3, 1]), torch.zeros(2, 3, 4), "x")  # the generated __init__: size, fields in order
+    b = Marked(5, torch.tensor([5]), torch.ones(1, 5, 4), "x")
+    assert a.batch_shape == (2,) and a.static() == (3, "x", (2,), (2, 3, 4))
+    both = Marked.concat([a, b])
+    assert both.size == 5 and both.batch_shape == (3,) and both.label == "x"
+    torch.testing.assert_close(both.marks[:2, 3:], torch.full((2, 2, 4), -7.0))
+    torch.testing.assert_close(both.marks[2], b.marks[0])
+    with pytest.raises(StructureError, match="same other settings"):
+        Marked.concat([a, Marked(3, torch.tensor([1]), torch.zeros(1, 3, 4), "y")])
+    leaves, spec = pytree.tree_flatten(a)
+    assert [t.shape for t in leaves] == [(2,), (2, 3, 4)]
+    assert pytree.tree_unflatten(leaves, spec) == a
+
+    class Tokens(Padded):  # a nominal axis keeps the validating constructor (no __init__ is generated over it)
+        pass
+
+    with pytest.raises(StructureError, match=r"every length must lie in \[1, 5\]"):
+        Tokens(5, [2, 6])
 
 
 def test_tree_pairing_compiles_fullgraph() -> None:

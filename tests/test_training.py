@@ -22,7 +22,7 @@ import torch
 
 from examples.poisson.__main__ import main
 from operators.poisson.solver import PoissonSolver
-from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint
+from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint, planned_steps
 from training.config import CONVENTIONS
 from training.loop import Progress
 from training.tasks import poisson
@@ -55,6 +55,7 @@ def test_hostile_checkpoint_runs_nothing(tmp_path: Path, capsys: pytest.CaptureF
     marker = tmp_path / "pwned"
     out = tmp_path / "run"
     out.mkdir()
+    (out / ".program").write_text("python -m examples.poisson\n")  # a run of this program, its checkpoint swapped
     torch.save({"config": {}, "step": 0, "task": _Payload(str(marker))}, out / CHECKPOINT)
     code, err = _cli(capsys, "--out", str(out))
     assert code == 2
@@ -197,7 +198,7 @@ def test_divergence_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.Monke
 def test_config_change_names_each_field(tmp_path: Path) -> None:
     splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
     train.train(TINY, splits, tmp_path, progress=False, stop_after=3)
-    with pytest.raises(ConfigError, match=rf"heads: 2 -> 4; lr: {TINY.lr} -> 0.5"):
+    with pytest.raises(ConfigError, match=rf"lr: {TINY.lr} -> 0.5; heads: 2 -> 4"):
         train.train(TINY.replace(lr=0.5, heads=4), splits, tmp_path, progress=False)
 
 
@@ -205,8 +206,8 @@ def test_load_gives_the_trained_model_and_solves_a_manufactured_problem(tmp_path
     out = tmp_path / "run"
     assert main([*ARGS, "--out", str(out)]) == 0
     model = poisson.load(out)
-    splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes)
-    trained = train.train(TINY, splits, out, progress=False)  # the finished run, from its checkpoint
+    splits = data.splits(TINY.n_train, TINY.n_test, TINY.seed, TINY.modes, sources=TINY.sources)
+    trained = train.train(TINY, splits, out, progress=False)  # the finished run, from its checkpoint (its data)
     f = splits.test.f[:3]
     torch.testing.assert_close(train.predict(model, f), train.predict(trained.model, f), rtol=0, atol=0)
     # the state dict alone restores the scale (a buffer), so nothing else is needed to rebuild the model
@@ -279,6 +280,7 @@ def test_two_processes_take_the_steps_of_one_and_resume_across_process_counts(tm
 
     splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
     train.train(cfg, splits, tmp_path / "mixed", progress=False, stop_after=3)  # one process, to step 3
+    (tmp_path / "mixed" / ".program").write_text("python -m examples.poisson\n")  # the command line's to go on with
     _torchrun(tmp_path / "mixed", 6)  # two processes, from step 3 to 6
     mixed = _weights(tmp_path / "mixed")
     for k in one:
@@ -321,3 +323,110 @@ def test_more_processes_than_gpus_is_one_line(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: pytest.fail("set_device reached"))
     with pytest.raises(UserError, match=r"process 1 of this node has no GPU.*--nproc_per_node.*--device cpu"):
         distributed.setup(torch.device("cuda"))
+
+
+# ---- a resume checks what it resumes: its data and its budget; --restart starts afresh --------------------
+
+
+def test_a_resume_on_other_data_is_refused_naming_both(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checkpoint records the training data's fingerprint: the same run directory given other data (here the
+    sources scaled by 1000, shapes alike) is refused in one line naming both; ``--restart`` starts afresh on them."""
+    cfg = TINY.replace(steps=4)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
+    train.train(cfg, splits, tmp_path, progress=False, stop_after=2)
+    other = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
+    scaled = type(other.train)(other.train.f * 1000, other.train.g * 1000)
+    other = type(other)(scaled, other.test, other.ood)
+    with pytest.raises(ConfigError) as refused:
+        train.train(cfg, other, tmp_path, progress=False)
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / CHECKPOINT}: it was trained on the Poisson sources of seed 0 (sources ")
+    assert "not on the Poisson sources of seed 0" in message and "--restart" in message and "\n" not in message
+    again = train.train(cfg, other, tmp_path, progress=False, restart=True)
+    assert again.resumed_from is None and again.step == cfg.steps
+    assert train.train(cfg, other, tmp_path, progress=False).resumed_from == cfg.steps  # its own data now
+
+
+def test_the_budget_asked_is_the_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a resume as on a fresh run: an unfinished run is not resumed under another budget (its schedule would
+    change), a run past the budget asked is not passed off as it, and a finished run may be extended."""
+    out = tmp_path / "run"
+    cfg = TINY.replace(steps=6)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
+    train.train(cfg, splits, out, progress=False, stop_after=3)
+    (out / ".program").write_text("python -m examples.poisson\n")
+    code, err = _cli(capsys, "--out", str(out), "--steps", "10")
+    assert code == 2 and "stopped at step 3 of its 6; going on to 10 would change its schedule" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert main([*ARGS, "--out", str(out), "--steps", "6"]) == 0  # its own budget finishes it
+    code, err = _cli(capsys, "--out", str(out), "--steps", "4")
+    assert code == 2 and "has trained 6 steps, past the 4 asked" in err, err
+    assert main([*ARGS, "--out", str(out), "--steps", "4", "--restart"]) == 0
+    assert json.loads((out / "report.json").read_text())["steps"] == 4
+
+
+def test_a_refused_run_leaves_the_directory_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every check runs before the directory is claimed: a run refused by its resume leaves no ``.program`` (which
+    would lock the rightful owner out), no lock file and no directory it made."""
+    from examples.tree_listops.__main__ import main as listops
+
+    out = tmp_path / "new" / "run"
+    with pytest.raises(UserError, match="refused"), RunDir(out, "python -m examples.poisson"):
+        assert (out / ".program").read_text() == "python -m examples.poisson\n"  # claimed, then a check fails
+        raise UserError("refused")
+    assert not (tmp_path / "new").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="refused"), RunDir(empty, "python -m examples.poisson"):
+        raise UserError("refused")
+    assert list(empty.iterdir()) == []
+    assert main([*ARGS, "--steps", "2", "--out", str(out)]) == 0
+    (out / ".program").unlink()  # an older run, from before the owner was recorded
+    assert listops(["--preset", "tiny", "--no-progress", "--models", "vector", "--out", str(out)]) == 2
+    assert "holds files (" in capsys.readouterr().err and not (out / ".program").exists()
+    (out / ".program").write_text("python -m examples.poisson\n")
+    before = sorted(p.name for p in out.iterdir())
+    code, err = _cli(capsys, "--out", str(out), "--steps", "2", "--config", "lr=0.5")  # refused by its resume
+    assert code == 2 and "another config" in err and sorted(p.name for p in out.iterdir()) == before
+
+
+def test_the_owner_file_is_read_as_a_small_regular_file_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for name, make in {
+        "link": lambda p: p.symlink_to(secret),
+        "fifo": lambda p: os.mkfifo(p),
+        "directory": lambda p: p.mkdir(),
+        "binary": lambda p: p.write_bytes(b"\x00\xff" * 10),
+        "large": lambda p: p.write_text("python -m examples.poisson " * 100),
+    }.items():
+        out = tmp_path / name
+        out.mkdir()
+        make(out / ".program")
+        code, err = _cli(capsys, "--out", str(out))
+        assert code == 2 and "has a .program that is not a run's record" in err, (name, err)
+        assert "root:x" not in err and "python -m examples.poisson python" not in err
+
+
+def test_a_fifo_checkpoint_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".program").write_text("python -m examples.poisson\n")
+    os.mkfifo(out / CHECKPOINT)
+    code, err = _cli(capsys, "--out", str(out))
+    assert code == 2 and f"{out / CHECKPOINT}: is a FIFO (a named pipe), not a checkpoint file" in err, err
+    with pytest.raises(UserError, match="is a FIFO"):
+        poisson.load(out)
+
+
+def test_a_time_budget_stays_the_steps_it_was_measured_into(tmp_path: Path) -> None:
+    """``plan`` (the budget as given) is recorded, and :func:`training.planned_steps` gives back its steps for the
+    same budget only: a resumed ``--budget 90s`` is not measured again into another count of steps."""
+    cfg = TINY.replace(steps=5)
+    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
+    train.train(cfg, splits, tmp_path, progress=False, stop_after=2, plan="90s")
+    assert planned_steps(tmp_path, "90s") == 5
+    assert planned_steps(tmp_path, "60s") is None and planned_steps(tmp_path, None) is None
+    assert planned_steps(tmp_path / "absent", "90s") is None

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import DataStructure, Field, Structure, Vector, attention, counit, scaled_softmax
+from applicative import DataStructure, Field, Structure, Vector, attention, counit, per_example, scaled_softmax
 from applicative.laws import check_laws
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,12 @@ def _readme_structure() -> str:
 
 
 def _nodes_class() -> type[Structure]:
-    namespace: dict[str, object] = {"DataStructure": DataStructure, "Tensor": Tensor, "torch": torch}
+    namespace: dict[str, object] = {
+        "DataStructure": DataStructure,
+        "Tensor": Tensor,
+        "per_example": per_example,
+        "torch": torch,
+    }
     exec(compile("from __future__ import annotations\n" + _readme_structure(), "structures.md", "exec"), namespace)
     cls = namespace["Nodes"]
     assert isinstance(cls, type) and issubclass(cls, Structure)

@@ -8,8 +8,11 @@
   and fails naming the file;
 * :mod:`.cli` -- the command-line boundary: argparse errors in one line, and option types
   (``threads``, ``seed``, ``out_dir``, ``writable_dir``, ``output_file``, ``bounded``) checked before any work;
-* :mod:`.rundir` -- the run directory: created and tested for writing up front, locked against a
-  second run;
+* :mod:`.rundir` -- the run directory: every check before anything is written, locked against a
+  second run, owned by one program;
+* :mod:`.schedule` -- the one-cycle learning-rate schedule as a pure function of a run's progress
+  (:class:`OneCycle` drives it by step count, for any length);
+* :mod:`.fingerprint` -- what a run trained on, recorded in its checkpoints: a resume on other data is refused;
 * :mod:`.loop` -- :func:`fit`: periodic evaluation, checkpoints, bit-identical resume, divergence -> an error
   that says what was kept; :mod:`.progress` -- its progress bar or lines; :mod:`.signals` -- SIGINT/SIGTERM ->
   checkpoint then stop (:class:`Interrupted`);
@@ -35,6 +38,7 @@ from .config import Checked, ConfigError, at_least, between, describe, override,
 from .denormals import denormals_flushed, flush_denormals
 from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import DataError, InputError, UserError
+from .fingerprint import fingerprint
 from .loop import (
     Diverged,
     FitOptions,
@@ -46,9 +50,11 @@ from .loop import (
     check_resume,
     fit,
     fit_config,
+    planned_steps,
 )
 from .registry import TaskSpec, check_meta, load, register, task_names
 from .rundir import RunDir, RunDirError
+from .schedule import OneCycle
 from .signals import Interrupted
 from .threads import default_threads
 
@@ -65,6 +71,7 @@ __all__ = [
     "FitOptions",
     "InputError",
     "Interrupted",
+    "OneCycle",
     "Optimised",
     "Parser",
     "Ranks",
@@ -85,12 +92,14 @@ __all__ = [
     "denormals_flushed",
     "describe",
     "device_of",
+    "fingerprint",
     "fit",
     "fit_config",
     "flush_denormals",
     "load",
     "load_checkpoint",
     "override",
+    "planned_steps",
     "register",
     "run_cli",
     "save_checkpoint",

@@ -1,7 +1,8 @@
 """A memory budget: what a model or a data file will take, known from its config or header before any allocation.
 
-A model's size is a function of its config alone. Its parameter count ``P`` is exact arithmetic on the
-sizes (each task's ``cost``, tested against the built model); its memory is
+A model's size is a function of its config alone. Its parameter count ``P`` is the model's own, built from the
+config on torch's meta device (shapes, no storage: :func:`meta_parameters`, :meth:`~training.TaskSpec.estimate`);
+its memory is
 
 * to load it (inference): ``P · s`` bytes, ``s`` the bytes of its dtype (4 for float32);
 * to train it: ``4 P s`` (the weights, their gradients and Adam's two moments) plus the activations one
@@ -225,8 +226,9 @@ def meta_parameters(build: Callable[[], nn.Module]) -> int | None:
     """The parameter count of ``build()``, built on torch's meta device (shapes only, no storage); ``None`` if it
     cannot be built there (a constructor that reads values).
 
-    The fallback for a task that gives no ``cost``: safe only once the config's fields are bounded, since the
-    construction itself still runs (a loop per layer, say) -- bound the fields first.
+    Safe only once the config's fields are bounded, since the construction itself still runs (a loop per layer,
+    say) -- bound the fields first. A model counted this way builds its constant tensors by value on the CPU and
+    moves them (an elementwise op on a meta tensor would import torch's compiler, seconds on a first call).
     """
     try:
         with torch.device("meta"):

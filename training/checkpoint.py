@@ -21,6 +21,7 @@ import os
 import pickle
 import random
 import re
+import stat
 import warnings
 import zipfile
 from collections.abc import Callable, Mapping
@@ -83,6 +84,7 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     Refuses a file holding anything else (a planted object), an unreadable, empty or truncated file, and
     any floating-point tensor in it that is not finite.
     """
+    check_regular(path, what, fix)
     try:
         with warnings.catch_warnings():  # torch's advice on pickle protocols is not the user's business
             warnings.simplefilter("ignore")
@@ -104,6 +106,31 @@ def read(path: Path, what: str = "checkpoint", fix: str = FIX) -> Any:
     if bad is not None:
         raise CheckpointError(f"{path}: {bad} holds NaN or infinite values: the {what} is damaged; {fix}")
     return blob
+
+
+def check_regular(path: Path, what: str = "checkpoint", fix: str = FIX) -> None:
+    """Refuse, before opening it, a ``path`` that is not a regular file (a FIFO would block the reader for ever, a
+    device such as ``/dev/zero`` never ends, a directory is no file); a missing one is left to the reader."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read it ({e.strerror}); {fix}") from None
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"{path}: is {_kind_of(mode)}, not a {what} file; {fix}")
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def non_finite(obj: Any, where: str = "") -> str | None:
@@ -128,10 +155,11 @@ def load_checkpoint(
     """Read a run's checkpoint and check its structure; raise :class:`CheckpointError` naming ``path`` if unusable.
 
     A file larger than ``max_bytes`` (a budget: :class:`~training.budget.Budget`'s ``max_bytes``) is refused before
-    it is read. Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values),
-    ``step`` (an integer in ``0..config["steps"]``), ``task`` (a dict), ``history`` (a list of records), ``elapsed``
-    (finite seconds); that every floating-point tensor is finite (:func:`read`); then the ``required`` keys
-    (:func:`require`). The ``meta`` is the readers' one rule, :func:`~.registry.check_meta`.
+    it is read. Checked, where present: ``format`` (the version written), ``config`` (a dict of plain values and
+    small records of them, :func:`record_problem`), ``step`` (an integer in ``0..config["steps"]``), ``task`` (a
+    dict), ``history`` (a list of records), ``elapsed`` (finite seconds); that every floating-point tensor is
+    finite (:func:`read`); then the ``required`` keys (:func:`require`). The ``meta`` is the readers' one rule,
+    :func:`~.registry.check_meta`.
     """
     if max_bytes is not None:
         check_file_size(path, max_bytes, fix)
@@ -166,6 +194,33 @@ def check_file_size(path: Path, max_bytes: int, fix: str = FIX) -> None:
 
 
 _PLAIN = (int, float, str, bool, type(None))
+#: the most a record in a checkpoint's config may hold: nesting, entries in all, characters in a string
+RECORD_DEPTH, RECORD_ITEMS, RECORD_CHARS = 4, 4096, 4096
+
+
+def record_problem(value: object) -> str | None:
+    """What keeps ``value`` from being a record a checkpoint's config may hold, or ``None``: a plain value (number,
+    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most :data:`RECORD_DEPTH` deep,
+    :data:`RECORD_ITEMS` entries in all, strings at most :data:`RECORD_CHARS` long."""
+    count = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if count > RECORD_ITEMS:
+            return f"holds more than {RECORD_ITEMS} entries, expected a small record"
+        if isinstance(v, str) and len(v) > RECORD_CHARS:
+            return f"holds a string of {len(v)} characters, expected at most {RECORD_CHARS}"
+        if isinstance(v, _PLAIN):
+            continue
+        if not isinstance(v, list | dict):
+            return f"holds a {type(v).__name__}, expected plain values (numbers, strings, bools) or records of them"
+        if depth >= RECORD_DEPTH:
+            return f"nests deeper than {RECORD_DEPTH} levels, expected a small record"
+        if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
+            return "holds a record whose keys are not all strings"
+        stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return None
 
 
 def _structure_problem(blob: dict[str, Any]) -> str | None:
@@ -177,8 +232,11 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
     if not isinstance(config, dict):
         return f"its config is a {type(config).__name__}, expected a dict of field values"
     for k, v in config.items():
-        if not isinstance(k, str) or not isinstance(v, _PLAIN):
-            return f"config field {k!r} holds a {type(v).__name__}, expected a plain value (number, string, bool)"
+        if not isinstance(k, str):
+            return f"config field {k!r} is a {type(k).__name__}, expected a field's name (a str)"
+        problem = record_problem(v)
+        if problem is not None:
+            return f"config field {k!r} {problem}"
     if "task" in blob and not isinstance(blob["task"], dict):
         return f"its task state is a {type(blob['task']).__name__}, expected a dict (model, optimiser, ...)"
     if "step" in blob:
@@ -191,6 +249,11 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
         t = blob["elapsed"]
         if type(t) not in (int, float) or not 0 <= t < math.inf:
             return f"its elapsed time is {t!r}, expected seconds >= 0"
+    data = blob.get("data", {})
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, _PLAIN) for k, v in data.items()):
+        return "its data record is not a dict of plain values (the training data's fingerprint)"
+    if "plan" in blob and not isinstance(blob["plan"], str):
+        return f"its plan is {blob['plan']!r:.40}, expected the budget as given (a str)"
     history = blob.get("history", [])
     if not isinstance(history, list) or not all(
         isinstance(r, dict) and all(isinstance(k, str) and type(v) in (int, float) for k, v in r.items())
@@ -405,12 +468,13 @@ def load_model(
         if not path.exists():
             raise CheckpointError(f"{path}: no checkpoint there; train with python -m {program} --out {path.parent}")
         blob = load_checkpoint(path, required=("config", "task"), fix=fix)
+    stored = blob["task"].get("model")
     try:
         model = build(blob)
     except (UserError, TypeError, ValueError, KeyError) as e:
         raise CheckpointError(f"{path}: not a checkpoint of {what} ({_first_line(e)[:200]}); {fix}") from None
     try:
-        check_like(model.state_dict(), blob["task"].get("model"), "task.model")
+        check_like(model.state_dict(), stored, "task.model")
     except StateError as e:
         raise CheckpointError(f"{path}: {e}; {fix}") from None
     model.load_state_dict(blob["task"]["model"])

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import torch
 
@@ -26,7 +27,15 @@ SEED_MAX = 2**63 - 1
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose complaints are :class:`UserError` s: one line, exit status 2, like every other."""
+    """An argument parser whose complaints are :class:`UserError` s: one line, exit status 2, like every other.
+
+    A value that starts with a minus and a digit (``--extent -1:1``, ``--shift -0.5``) is a value, not an option:
+    argparse alone takes only plain negative numbers so (``-1``), and refuses ``-1:1`` as an unknown option.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message + self._suggestion(message))
@@ -61,6 +70,20 @@ def bounded(least: int, most: int, why: str = "") -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         return integer(text, least, most, why)
+
+    return parse
+
+
+def checked(check: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse ``type``: the text unchanged if ``check(text)`` accepts it; its ``ValueError`` (a
+    :class:`UserError` too) becomes the option's one-line error (``argument --layout: ...``)."""
+
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except (ValueError, UserError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
 
     return parse
 

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Self, TypeVar, cast
 
+import torch
+
 from .errors import UserError
+from .schedule import OneCycle
 
 C = TypeVar("C")
 
@@ -91,11 +96,28 @@ def _parse(name: str, hint: Any, text: str) -> Any:
         if hint is int:
             return int(text)
         if hint is float:
-            return float(text)
+            return _number_of(name, text)
     except ValueError:
         kind = {bool: "true or false", int: "an integer", float: "a number"}[hint]
         raise ConfigError(f"config field {name}={text!r}: must be {kind}") from None
     return text
+
+
+def _number_of(name: str, text: str) -> float:
+    """``text`` as a float, refusing a decimal that underflows to zero or overflows to infinity (``1e-400`` is no 0)."""
+    x = float(text)
+    mantissa = re.split(r"[eE]", text.strip().lstrip("+-"), maxsplit=1)[0]
+    written = bool(re.fullmatch(r"[0-9_.]+", mantissa))  # a decimal number, not nan or inf by name
+    if written and x == 0 and re.search(r"[1-9]", mantissa):
+        raise ConfigError(
+            f"config field {name}={text!r}: underflows to 0 (below {sys.float_info.min:.3g}, the smallest normal "
+            "float); give 0 for none, or a larger value"
+        )
+    if written and math.isinf(x):
+        raise ConfigError(
+            f"config field {name}={text!r}: overflows (past {sys.float_info.max:.3g}); give a finite value"
+        )
+    return x
 
 
 def override(config: C, items: Sequence[str]) -> C:
@@ -151,6 +173,11 @@ def _problem(hint: Any, value: Any, bounds: Any) -> str | None:
             return "must be a number"
         if not math.isfinite(value):
             return "must be finite"
+        if value != 0 and abs(value) < sys.float_info.min:
+            return (
+                f"must be 0 or at least {sys.float_info.min:.3g} in size: a subnormal number loses its precision, and "
+                "training flushes it to 0"
+            )
     if hint in (int, float):
         if "min" in bounds and value < bounds["min"]:
             return f"must be >= {bounds['min']}"
@@ -250,3 +277,62 @@ def batch_within(config: Any, examples: str) -> str | None:
     if config.batch > config.train:
         return f"config fields batch={config.batch} > train={config.train}: a batch is drawn from the {examples}"
     return None
+
+
+#: the optimiser's fields and their one set of bounds (inclusive; ``lr`` and ``seed`` are bounded above by the
+#: :data:`CONVENTIONS` every config keeps): every task's config declares the ones it has with :func:`optimiser_field`,
+#: so that ``lr`` or ``clip`` means one thing with one range everywhere
+OPTIMISER_BOUNDS: dict[str, dict[str, float]] = {
+    "steps": {"min": 1, "max": MAX_STEPS},
+    "batch": {"min": 1, "max": MAX_BATCH},
+    "lr": {"min": 1e-12},
+    "beta2": {"min": 0.0, "max": 0.999999},
+    "weight_decay": {"min": 0.0, "max": 10.0},
+    "warmup": {"min": 0.0, "max": 1.0},
+    "clip": {"min": 0.0, "max": 1e6},
+    "eval_every": {"min": 1, "max": MAX_STEPS},
+    "checkpoint_every": {"min": 1, "max": MAX_STEPS},
+    "seed": {"min": 0},
+}
+
+
+def optimiser_field(name: str, default: Any) -> Any:
+    """A config field of the optimiser's (:data:`OPTIMISER_BOUNDS`) with ``default``: its bounds are the shared ones."""
+    return dataclasses.field(default=default, metadata=dict(OPTIMISER_BOUNDS[name]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimiser(Checked):
+    """How a run is optimised: Adam on a one-cycle schedule, shared by the configs that train that way (a task's
+    config subclasses it and restates a default with :func:`optimiser_field`).
+
+    Attributes:
+        steps, batch: optimisation steps and samples per step.
+        lr: Adam's peak rate on the one-cycle schedule (warm-up, then cosine annealing).
+        beta2: Adam's second-moment decay (torch's 0.999; a smaller one forgets a spike's gradients sooner).
+        weight_decay: Adam's (L2) weight decay.
+        warmup: the fraction of the steps the rate rises over.
+        clip: the largest gradient norm a step may take (``0``: no clipping).
+        eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
+        seed: seeds the initialisation and the batch order (and a task's data, where it generates them).
+    """
+
+    steps: int = optimiser_field("steps", 2000)
+    batch: int = optimiser_field("batch", 32)
+    lr: float = optimiser_field("lr", 1e-3)
+    beta2: float = optimiser_field("beta2", 0.999)
+    weight_decay: float = optimiser_field("weight_decay", 0.0)
+    warmup: float = optimiser_field("warmup", 0.1)
+    clip: float = optimiser_field("clip", 1.0)
+    eval_every: int = optimiser_field("eval_every", 250)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 250)
+    seed: int = optimiser_field("seed", 0)
+
+    def adam(self, parameters: Iterable[torch.nn.Parameter]) -> tuple[torch.optim.Adam, OneCycle]:
+        """Adam (``betas = (0.9, beta2)``, ``weight_decay``) on ``parameters`` and its one-cycle schedule over
+        ``steps`` (peak ``lr``, ``warmup`` the rising fraction): ``(optimiser, schedule)``."""
+        optimiser = torch.optim.Adam(parameters, lr=self.lr, betas=(0.9, self.beta2), weight_decay=self.weight_decay)
+        return optimiser, OneCycle(optimiser, self.lr, self.steps, self.warmup)
+
+
+document_bounds(Optimiser)

@@ -1,18 +1,11 @@
-"""The one exception a command line turns into a one-line message, and its kinds."""
+"""The one exception a command line turns into a one-line message, and its kinds.
+
+They are the library's own (:mod:`applicative`'s, so that every package -- the data readers in :mod:`operators`
+as much as the training loop -- raises the same classes): re-exported here, where a program catches them.
+"""
 
 from __future__ import annotations
 
+from applicative import DataError, InputError, UserError
 
-class UserError(Exception):
-    """Something the user can fix (a config value, a file, a directory): reported in one line, no traceback."""
-
-
-class DataError(UserError):
-    """A data file that cannot be used (its format, shapes, dtype, counts or values); the message names it."""
-
-
-class InputError(UserError, ValueError):
-    """An argument a model or function cannot take (its type, shape, dtype, range); the message names the argument.
-
-    A :class:`ValueError` too, so code that guards a call with ``except ValueError`` keeps working.
-    """
+__all__ = ["DataError", "InputError", "UserError"]

@@ -3,7 +3,8 @@
 Each check raises :class:`~training.errors.InputError` (a :class:`~training.UserError` and a ``ValueError``) in
 one line naming the method, the argument, what was expected and what came -- never a raw error from inside
 torch. Shapes and dtypes are checked without reading values (nothing that would stop ``torch.compile``); a
-range check (:func:`ids`) reads two numbers, and is skipped while compiling.
+range check (:func:`ids`) reads two numbers and a finiteness check (:func:`finite`) one, both skipped while
+compiling.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 
 import torch
 from torch import Tensor
+
+from applicative import StructureError, require_finite
 
 from .errors import InputError
 
@@ -62,6 +65,22 @@ def ids(where: str, name: str, value: object, shape: str, ndim: int | tuple[int,
                 "model's own vocabulary"
             )
     return value
+
+
+def finite(where: str, name: str, value: Tensor, dtype: torch.dtype) -> Tensor:
+    """``value`` if every entry is finite in the model's ``dtype`` (:func:`applicative.require_finite`)."""
+    try:
+        require_finite(where, name, value, dtype)
+    except StructureError as e:
+        raise InputError(str(e)) from None
+    return value
+
+
+def within(where: str, name: str, value: object, least: float, most: float, why: str = "") -> float:
+    """``value`` if it is a number in ``least..most`` (``why``: what lies outside means)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not least <= value <= most:
+        raise InputError(f"{where}: {name} must be a number in {least:g}..{most:g}{why}, got {_found(value)}")
+    return float(value)
 
 
 def count(where: str, name: str, value: object, least: int = 1) -> int:

@@ -6,7 +6,10 @@ and plain data); :func:`fit` runs it to ``steps``:
 * a progress bar with ETA; evaluation every ``eval_every`` steps into labelled history records;
 * an atomic checkpoint every ``checkpoint_every`` steps (:mod:`.checkpoint`), and at the end;
 * resume from ``out/checkpoint.pt``: bit-identical to an uninterrupted run; a changed config is refused
-  naming each differing field; ``steps`` larger than a finished run's extends it;
+  naming each differing field, and so are other training data (the checkpoint records their
+  :func:`~.fingerprint.fingerprint`) and another budget of steps for an unfinished run (its schedule would
+  change): the steps asked are the run's, on a fresh run and a resume alike; ``steps`` larger than a finished
+  run's extend it; ``restart`` starts afresh whatever the directory holds;
 * SIGINT and SIGTERM finish the current step, write a checkpoint and raise :class:`Interrupted`;
 * a loss or metric that stops being finite raises :class:`Diverged`, which says truthfully which
   checkpoint (if any) is kept -- nothing non-finite is ever written.
@@ -45,6 +48,7 @@ from .config import ConfigError, describe, differences
 from .denormals import flush_denormals
 from .distributed import SINGLE, Ranks
 from .errors import UserError
+from .fingerprint import data_problem
 from .progress import progress_bar
 from .registry import check_meta
 from .signals import Interrupted, caught
@@ -166,6 +170,9 @@ def fit(
     meta: Mapping[str, Any] | None = None,
     threads: int | None = None,
     budget: Budget | None = None,
+    data: Mapping[str, Any] | None = None,
+    restart: bool = False,
+    plan: str | None = None,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
@@ -179,14 +186,18 @@ def fit(
     restored after. Subnormal floats are flushed to zero on the CPU for the run (:mod:`~.denormals`: a steep
     attention window makes them in bulk, at many times the cost of normal arithmetic), and the previous mode
     restored after.
+
+    ``data`` (a :func:`~.fingerprint.fingerprint` of the training data) is recorded, and a resume on other data
+    refused; ``plan`` (the budget as the user gave it: ``"90s"``) is recorded for :func:`planned_steps`;
+    ``restart`` ignores a checkpoint in ``out`` (the run's first checkpoint replaces it).
     """
 
     path = None if out is None else out / CHECKPOINT
     if out is not None and ranks.main:
         out.mkdir(parents=True, exist_ok=True)
     run = Progress()
-    if path is not None and path.exists():
-        _resume(task, run, path, dict(config), meta, budget)
+    if path is not None and path.exists() and not restart:
+        _resume(task, run, path, dict(config), meta, budget, data)
     blob_config = dict(config)
 
     def save() -> None:
@@ -194,6 +205,10 @@ def fit(
             blob = {"format": FORMAT, "job": job_of(task), "config": blob_config, "step": run.step}
             if meta is not None:
                 blob["meta"] = dict(meta)
+            if data is not None:
+                blob["data"] = dict(data)
+            if plan is not None:
+                blob["plan"] = plan
             blob |= {"task": task.state_dict(), "history": run.history, "elapsed": run.elapsed}
             save_checkpoint(path, blob, _kept(run, path))
             run.saved = run.step
@@ -261,6 +276,9 @@ class FitOptions(TypedDict, total=False):
     ranks: Ranks
     threads: int | None
     budget: Budget | None
+    data: Mapping[str, Any] | None
+    restart: bool
+    plan: str | None
 
 
 def fit_config(
@@ -289,17 +307,27 @@ def fit_config(
 
 
 def check_resume(
-    out: Path, config: Mapping[str, Any], meta: Mapping[str, Any] | None = None, budget: Budget | None = None
+    out: Path,
+    config: Mapping[str, Any],
+    meta: Mapping[str, Any] | None = None,
+    budget: Budget | None = None,
+    *,
+    data: Mapping[str, Any] | None = None,
+    restart: bool = False,
 ) -> dict[str, Any] | None:
-    """The checkpoint in ``out`` if there is one, after checking it holds what ``meta`` says (a task's
+    """The checkpoint in ``out`` if there is one to resume, after checking it holds what ``meta`` says (a task's
     :meth:`~.registry.TaskSpec.meta`: the same rule, and the same words, as :func:`~.registry.load`,
-    :func:`~.registry.check_meta`) and was written with ``config`` (``steps`` aside).
+    :func:`~.registry.check_meta`), was written with ``config`` and, given ``data`` (a
+    :func:`~.fingerprint.fingerprint`), on the same data.
 
-    A file past ``budget`` (default :class:`~.budget.Budget`) is refused before it is read. Call it before
-    expensive setup (data generation), so that a refused resume fails at once.
+    ``config["steps"]`` is the run's budget: a run unfinished under another budget is refused (resuming it would
+    change its schedule), and so is a run already past it; a finished run may be extended. With ``restart``,
+    nothing is read or checked (``None``: the run starts afresh). A file past ``budget`` (default
+    :class:`~.budget.Budget`) is refused before it is read. Call it before expensive setup (data generation), so
+    that a refused resume fails at once.
     """
     path = out / CHECKPOINT
-    if not path.exists():
+    if restart or not path.exists():
         return None
     budget = budget if budget is not None else Budget()
     blob = load_checkpoint(path, max_bytes=budget.max_bytes)
@@ -312,7 +340,44 @@ def check_resume(
             f"{path} was written with another config ({'; '.join(diff)}); "
             "pass the same values to resume, or another --out to start afresh"
         )
+    again = "--restart to start afresh, or another --out"
+    problem = _budget_problem(blob["step"], blob["config"].get("steps"), config.get("steps"))
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}, or {again}")
+    recorded = blob.get("data")
+    if data is not None and isinstance(recorded, dict):
+        problem = data_problem(recorded, data)
+        if problem is not None:
+            raise ConfigError(f"{path}: {problem}; pass the same data to resume it, {again}")
     return blob
+
+
+def _budget_problem(reached: int, planned: object, asked: object) -> str | None:
+    """Why a run at step ``reached`` of ``planned`` steps cannot go on to ``asked`` steps (``None``: it can)."""
+    if type(planned) is not int or type(asked) is not int or asked == planned:
+        return None
+    if reached > asked:
+        return f"the run there has trained {reached} steps, past the {asked} asked; ask for {planned} to use it"
+    if reached < planned:
+        return (
+            f"the run there stopped at step {reached} of its {planned}; going on to {asked} would change its "
+            f"schedule: ask for its {planned} steps to finish it"
+        )
+    return None  # a finished run extended: its schedule keeps its final rate
+
+
+def planned_steps(out: Path, plan: str | None) -> int | None:
+    """The steps the run in ``out`` planned under the same ``plan`` (the budget as given: ``"90s"``), if its
+    checkpoint recorded one: a time budget measured into steps once stays those steps on every resume."""
+    path = out / CHECKPOINT
+    if plan is None or not path.is_file():
+        return None
+    try:
+        blob = load_checkpoint(path, max_bytes=Budget().max_bytes)
+    except CheckpointError:
+        return None  # the resume itself says what is wrong with it
+    steps = blob.get("config", {}).get("steps")
+    return steps if blob.get("plan") == plan and type(steps) is int else None
 
 
 def _parameters(task: Task) -> int:
@@ -329,9 +394,15 @@ def job_of(task: Task) -> str:
 
 
 def _resume(
-    task: Task, run: Progress, path: Path, config: dict[str, Any], meta: Mapping[str, Any] | None, budget: Budget | None
+    task: Task,
+    run: Progress,
+    path: Path,
+    config: dict[str, Any],
+    meta: Mapping[str, Any] | None,
+    budget: Budget | None,
+    data: Mapping[str, Any] | None,
 ) -> None:
-    blob = check_resume(path.parent, config, meta, budget)
+    blob = check_resume(path.parent, config, meta, budget, data=data)
     assert blob is not None
     fix = "delete it, or pass another --out to start afresh"
     if blob.get("job", job_of(task)) != job_of(task):

@@ -1,9 +1,9 @@
 """The options every training program shares, derived once from its config dataclass.
 
 :func:`program` makes the parser: ``--preset``, ``--config FIELD=VALUE`` (repeatable), ``--steps N``,
-``--out DIR``, ``--device``, ``--threads``, ``--memory GIB``, ``--no-progress``; a program adds its own options to
-it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.budget`` after :func:`parse`): a model whose
-config would take more is refused before anything is built.
+``--out DIR``, ``--device``, ``--threads``, ``--memory GIB``, ``--no-progress``, ``--restart``; a program adds its
+own options to it. ``--memory`` is the run's :class:`~training.budget.Budget` (``a.memory`` after :func:`parse`): a
+model whose config would take more is refused before anything is built.
 :class:`Shared` carries the shared options (out, device, threads, progress, memory) from a parsed command line into
 a task's ``program`` module, which does the work; the program prints what it returns.
 :func:`parse` then adds a shorthand ``--FIELD VALUE`` for every config field no option already uses
@@ -39,7 +39,7 @@ from .loop import FitOptions
 C = TypeVar("C")
 N = TypeVar("N", bound=str)
 #: the options every program has; a config field of one of these names is set with --config only
-SHARED = ("preset", "config", "steps", "out", "device", "threads", "memory", "no_progress")
+SHARED = ("preset", "config", "steps", "out", "device", "threads", "memory", "no_progress", "restart")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class Shared:
         out: the run directory (``None``: the program writes none).
         device: ``cpu``, ``cuda`` or ``cuda:N``; threads: torch CPU threads (``None``: by the load and the model).
         progress: show a progress bar or progress lines; memory: the run's memory :class:`~training.budget.Budget`.
+        restart: start afresh in ``out``, whatever checkpoint it holds (``--restart``).
     """
 
     program: str
@@ -59,15 +60,23 @@ class Shared:
     threads: int | None = None
     progress: bool = True
     memory: Budget = field(default_factory=Budget)
+    restart: bool = False
 
     @classmethod
     def of(cls, a: argparse.Namespace, program: str) -> Shared:
         """The shared options of a :func:`program` parser's parsed namespace ``a``."""
-        return cls(program, a.out, a.device, a.threads, not a.no_progress, a.budget)
+        return cls(program, a.out, a.device, a.threads, not a.no_progress, a.memory, a.restart)
 
     def fit(self, ranks: Ranks = SINGLE) -> FitOptions:
-        """What :func:`training.fit` takes of them (``progress``, ``threads``, ``budget``), and the ``ranks``."""
-        return {"progress": self.progress, "threads": self.threads, "budget": self.memory, "ranks": ranks}
+        """What :func:`training.fit` takes of them (``progress``, ``threads``, ``budget``, ``restart``), and the
+        ``ranks``."""
+        return {
+            "progress": self.progress,
+            "threads": self.threads,
+            "budget": self.memory,
+            "ranks": ranks,
+            "restart": self.restart,
+        }
 
 
 def program(
@@ -111,6 +120,11 @@ def program(
         "refused before anything is built",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="start afresh in --out: its checkpoint (another config, other data, another budget) is replaced",
+    )
     p.set_defaults(_presets=presets)
     return p
 
@@ -137,7 +151,7 @@ def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Any, argp
     if not isinstance(a.device, str) or not a.device.strip():
         raise UserError("argument --device: empty; name a device: cpu, cuda or cuda:N")
     device_of(a.device)  # exists on this machine: checked before any work
-    a.budget = Budget.memory(a.memory)
+    a.memory = Budget.memory(a.memory)
     return override(presets[a.preset], items), a
 
 

@@ -8,19 +8,19 @@ Every checkpoint a task's training writes records, beside its tensors, a small p
 ``tree_listops``; :func:`register` adds a user's), ``model`` the class it builds, and ``version`` the
 task's model layout: bumped when a change to the model or its config would misread older weights.
 
-One rule for every reader (:func:`check_meta`): resuming a run (:func:`training.check_resume`,
-:func:`training.fit`) and :func:`load` read the same ``meta`` the same way -- a checkpoint without it, with
-a key missing, of another task, another model class or another version is refused by both, in one line
-with the same words. :func:`load` then checks, from the checkpoint's config alone, each field's bounds
-(the task's ``config``) and the model's size against a memory :class:`~training.budget.Budget` (the task's
-``cost``), and only then builds the model, loads the weights (checked against its shapes) and returns it
-in eval mode. A hostile file can hold the loader neither for long nor for much memory: the order is bounds,
-budget, allocation.
+One rule for every reader (:func:`check_meta`): resuming a run (:func:`training.check_resume`, :func:`training.fit`) and
+:func:`load` read the same ``meta`` the same way -- a checkpoint without it, with a key missing, of another task,
+another model class or another version is refused by both, in one line with the same words. :func:`load` then checks,
+from the checkpoint's config alone, each field's bounds (the task's ``config``) and the model's size against a memory
+:class:`~training.budget.Budget` (its parameters counted on torch's meta device, with the task's estimate of a sample's
+activations), and only then builds the model, loads the weights (checked against its shapes) and returns it in eval
+mode. A hostile file can hold the loader neither for long nor for much memory: the order is bounds, budget, allocation.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, is_dataclass
@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 import torch
 from torch import nn
 
-from .budget import Budget, BudgetError, Estimate, check, meta_parameters
+from .budget import DTYPE_BYTES, Budget, BudgetError, Estimate, check
 from .checkpoint import CheckpointError, load_checkpoint, load_device, load_model, meta_problem, require, run_path
 from .config import ConfigError, describe
 from .errors import UserError
@@ -64,9 +64,13 @@ class TaskSpec(Generic[M]):
         config: the config from a checkpoint's recorded fields, validated field by field (a
             :class:`~training.ConfigError` past a bound); called before anything is built. ``None``: the
             fields are checked only by :attr:`build`.
-        cost: the model's :class:`~training.budget.Estimate` from the fields and the checkpoint's task state
-            (``blob["task"]``: a vocabulary, say) -- arithmetic, never a model built. ``None``: the parameters are
-            counted on torch's meta device (:func:`~training.budget.meta_parameters`), after :attr:`config`.
+        activations: what the meta device cannot tell: the values one training sample keeps for the backward pass
+            (an estimate, :func:`~training.budget.layer_activations`), from the fields and the checkpoint's task
+            state (``blob["task"]``: a vocabulary, say); times the config's ``batch``. ``None``: none counted.
+        data: the bytes of the data set a training run holds in memory, from the fields. ``None``: none counted.
+
+    The parameters are always counted on torch's meta device (:func:`~training.budget.meta_parameters`: the model
+    built from the fields, shapes only), after :attr:`config` has bounded every field.
     """
 
     name: str
@@ -76,7 +80,8 @@ class TaskSpec(Generic[M]):
     program: str
     what: str
     config: Callable[[Mapping[str, Any]], object] | None = None
-    cost: Callable[[Mapping[str, Any], Mapping[str, Any]], Estimate] | None = None
+    activations: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
+    data: Callable[[Mapping[str, Any]], int] | None = None
 
     def meta(self) -> dict[str, Any]:
         """The plain metadata a checkpoint of this task records."""
@@ -110,8 +115,8 @@ class TaskSpec(Generic[M]):
         """Check ``fields`` (a config as plain data) before anything is built: each field's bounds, then the model's
         size against ``budget`` (:func:`training.budget.check`; ``training``: the memory to train it).
 
-        ``state`` is what :attr:`cost` reads besides the config (a checkpoint's ``task`` state). Returns the
-        estimate (``None`` when neither :attr:`cost` nor the meta device can give one).
+        ``state`` is what the model reads besides the config (a checkpoint's ``task`` state: a vocabulary). Returns
+        the estimate (``None`` when the model cannot be built on the meta device).
         """
         if self.config is not None:
             try:
@@ -121,18 +126,18 @@ class TaskSpec(Generic[M]):
             if is_dataclass(config):  # every field, defaults included, beside the extra ones recorded
                 fields = {**fields, **describe(config)}
         extra = state if state is not None else {}
-        reference = self.reference()
-        cost: Callable[[Mapping[str, Any]], Estimate]
-        if self.cost is not None:
-            spec_cost = self.cost
-            cost = lambda f: spec_cost(f, extra)  # noqa: E731
-        else:
-            count = meta_parameters(lambda: self.build({"config": dict(fields), "task": dict(extra)}))
-            if count is None:
-                return None
-            cost, reference = (lambda f: Estimate.of(count)), {}
+        known: dict[str, Estimate] = {}
+
+        def cost(f: Mapping[str, Any]) -> Estimate:  # each distinct config built once on the meta device
+            key = json.dumps(f, sort_keys=True, default=repr)
+            if key not in known:
+                known[key] = self.estimate(f, extra)
+            return known[key]
+
         try:
             cost(fields)  # what the estimate reads of the state (a vocabulary) may be damaged: say so, in one line
+        except _Uncountable:
+            return None
         except (TypeError, ValueError, KeyError, ArithmeticError) as e:
             raise (error or UserError)(f"{where + ': ' if where else ''}not {self.what} ({_first(e)})") from None
         return check(
@@ -141,11 +146,38 @@ class TaskSpec(Generic[M]):
             budget,
             where=where,
             what=self.what,
-            reference=reference,
+            reference=self.reference(),
             training=training,
             fix=fix,
             error=error or BudgetError,
         )
+
+    def estimate(self, fields: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Estimate:
+        """What the model of ``fields`` (a config as plain data, bounds checked) costs: its parameters counted on the
+        meta device, ``batch`` times a sample's :attr:`activations`, and the :attr:`data`, in the config's
+        ``dtype`` (float32 if it names none).
+
+        Raises:
+            ValueError: the model cannot be built on the meta device from these fields (and this state).
+        """
+        extra = dict(state) if state is not None else {}
+        try:
+            with torch.device("meta"):  # shapes only: no storage, however large
+                model = self.build({"config": dict(fields), "task": extra})
+        except UserError as e:  # fields that contradict each other (a budget's trial reset of one): not a model
+            raise ValueError(_first(e)) from None
+        except RuntimeError as e:  # a constructor that reads values (NotImplementedError on meta tensors too)
+            raise _Uncountable(f"{self.what} cannot be built on the meta device ({_first(e)})") from None
+        count = sum(p.numel() for p in model.parameters())
+        dtype = fields.get("dtype", "float32")
+        per_sample = 0 if self.activations is None else self.activations(fields, extra)
+        batch = fields.get("batch", 1)
+        data = 0 if self.data is None else self.data(fields)
+        return Estimate.of(count, dtype if dtype in DTYPE_BYTES else "float32", batch * per_sample, data)
+
+
+class _Uncountable(ValueError):
+    """A model that cannot be built on the meta device (its constructor reads values)."""
 
 
 def register(spec: TaskSpec[Any]) -> None:
@@ -283,7 +315,7 @@ def load(
     meta = check_meta(path, blob, None if expected is None else expected.meta(), root)
     require(path, blob, ("config", "task"), fix)
     spec = spec_of(meta["task"])
-    spec.admit(
+    estimate = spec.admit(
         blob["config"],
         blob["task"],
         budget,
@@ -291,8 +323,23 @@ def load(
         fix="raise the budget: training.load(..., budget=Budget.memory(GIB))",
         error=CheckpointError,
     )
+    _check_stored(path, blob["task"].get("model"), estimate, fix)
     model: nn.Module = load_model(path, spec.build, device, spec.program, spec.what, blob=blob)
     return model
+
+
+def _check_stored(path: Path, stored: object, estimate: Estimate | None, fix: str) -> None:
+    """Before the model is built: the stored weights hold at least the parameters its config (and task state: a
+    vocabulary) describe. A checkpoint whose config asks for far more than it stores -- a stored vocabulary of
+    900,000 characters beside weights for 90 -- is refused from its shapes, not after a build of that size."""
+    if estimate is None or not isinstance(stored, dict):
+        return
+    values = sum(t.numel() for t in stored.values() if isinstance(t, torch.Tensor) and t.is_floating_point())
+    if values < estimate.parameters:
+        raise CheckpointError(
+            f"{path}: its weights hold {values:,} values, fewer than the {estimate.parameters:,} parameters its "
+            f"config and task state describe: they were not written together; {fix}"
+        )
 
 
 def _first(e: BaseException) -> str:

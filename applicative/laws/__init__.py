@@ -3,16 +3,16 @@
 Every structure -- built in or yours -- is checked by the same laws, declared
 once as data next to the protocol they belong to:
 
-* Functor (:mod:`._functor`): identity, composition.
-* Applicative, monoidal form (:mod:`._functor`): ``fmap f (pure x) = pure (f x)``;
+* Functor (``_functor``): identity, composition.
+* Applicative, monoidal form (``_functor``): ``fmap f (pure x) = pure (f x)``;
   naturality of ``pair``; left/right unit; associativity; symmetry of ``zip_with``.
-* Counit (:mod:`._counit`): additivity, homogeneity, ``counit (pure x) = counit (pure 1) · x``,
+* Counit (``_counit``): additivity, homogeneity, ``counit (pure x) = counit (pure 1) · x``,
   Fubini for nested values.
-* Ring (:mod:`._ringlaws`): semiring axioms, and the fused ``sum`` equals the fold of ``add``.
-* Derived algebra and fusion (:mod:`._fusion`): every fused kernel a structure
+* Ring (``_ringlaws``): semiring axioms, and the fused ``sum`` equals the fold of ``add``.
+* Derived algebra and fusion (``_fusion``): every fused kernel a structure
   overrides equals the base-class (generic) definition; ``mul_mm`` associative;
   ``mul_mv (mul_mm a b) v = mul_mv a (mul_mv b v)``; ``dot`` bilinear and symmetric.
-* Attention (:mod:`._equivariance`): applying a structure isomorphism to the
+* Attention (``_equivariance``): applying a structure isomorphism to the
   key/value positions leaves the output unchanged; applied to the query
   positions it carries the output along.
 
@@ -77,7 +77,7 @@ describes it in :meth:`Arbitrary.subspace`; the report prints that text.
 
 from typing import TYPE_CHECKING, Any
 
-from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Pinned, Tolerance
+from ._arbitrary import EXACT, Arbitrary, Draw, Elements, Fixed, Isomorphism, Pinned, SizeError, Tolerance
 from ._law import Case, Equation, Law
 from ._pairs import PairsArbitrary
 from ._report import LawReport, LawResult
@@ -126,6 +126,7 @@ __all__ = [
     "LawResult",
     "PairsArbitrary",
     "Pinned",
+    "SizeError",
     "Tolerance",
     "VectorArbitrary",
     "arbitrary_of",

@@ -7,11 +7,15 @@ the ring laws and its declared capabilities run, on ``Vector(3)``). A structure 
 constructor needs arguments is checked through an instance: write ``example = Periodic(8)`` in
 the module and name ``MODULE:example``. What is checked follows one rule, the one ``check_laws`` follows
 (:func:`~applicative.laws.arbitrary_of`): a structure object whose class has a registered arbitrary is drawn
-by it. Exit status 1 if any law fails; 2, with one line on stderr, if the command line names nothing it can
-check (no such module, a module that does not import, no such name, a ring that is not a ring) or the
-target's own code fails on import, lookup or construction (an exception, ``sys.exit``, a recursion without
-end; what it prints is held back). It takes 3-30 s per structure on one core at the default 50 examples,
-and writes nothing to the working directory.
+by it. The target runs in a child process, so nothing its code does can end the checker without a word.
+
+Exit status 0 when every law holds and 1 if any fails, each after the table and a last ``verdict:`` line; 2, with
+one line on stderr, if the command line names nothing it can check (no such module, a module that does not
+import, no such name, a ring that is not a ring, ``--examples`` outside 1..100000, an instance whose values are
+past the checker's size bound) or the target's own code fails on import, lookup, construction or checking (any
+exception, ``KeyboardInterrupt`` and ``GeneratorExit`` included, ``sys.exit``, a recursion without end, or a
+process that ends itself -- ``os._exit``, a signal -- before the verdict; what it prints is held back). It takes
+3-30 s per structure on one core at the default 50 examples, and writes nothing to the working directory.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import argparse
 import contextlib
 import importlib
 import io
+import json
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
@@ -27,11 +34,13 @@ from typing import Any, NoReturn
 from .._ring import REAL, Ring
 from .._structure import Structure
 from .._vector import Vector
-from ._arbitrary import Arbitrary
+from ._arbitrary import Arbitrary, SizeError
 from ._runner import LAWS, run_laws
 from ._strategies import arbitrary_of
 
 PROG = "python -m applicative.laws"
+#: the most examples per law the command line draws (the default is 50; a million would take days)
+MAX_EXAMPLES = 100_000
 
 
 class UsageError(Exception):
@@ -62,8 +71,11 @@ def _quiet(what: str) -> Iterator[None]:
         raise UsageError(f"{what} called sys.exit({e.code!r}); fix it") from None
     except RecursionError:
         raise UsageError(f"{what} recursed without end (RecursionError); fix it") from None
-    except Exception as e:  # whatever the user's code raised: reported, not a traceback
-        raise UsageError(f"{what} raised {type(e).__name__}: {_first_line(e)}; fix it") from None
+    except SizeError as e:
+        raise UsageError(f"{what}: {_first_line(e)}") from None
+    except BaseException as e:  # whatever the user's code raised (KeyboardInterrupt too): reported, not a traceback
+        said = _first_line(e)
+        raise UsageError(f"{what} raised {type(e).__name__}{': ' + said if said else ''}; fix it") from None
 
 
 def _resolve(spec: str, what: str = "target") -> tuple[Any, Any]:
@@ -107,15 +119,76 @@ def _target(module: Any, obj: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the laws; 0 if all hold, 1 if one fails, 2 (one line on stderr) for a command line that names nothing."""
+    """Run the laws; 0 if all hold, 1 if one fails, 2 (one line on stderr) for a command line that names nothing or
+    a target whose code fails. The command line is parsed here; the target is imported and checked in a child."""
     try:
-        return _main(argv)
+        args = _parse(argv)
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    return _in_child(args)
 
 
-def _main(argv: list[str] | None) -> int:
+def _in_child(args: argparse.Namespace) -> int:
+    """:func:`_check` in a forked child; its exit status, or one line if it ended before saying its verdict."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check, then send the verdict and the table up the pipe (the only way it says either)
+        os.close(read)
+        code, error, table = 2, "", io.StringIO()
+        try:
+            with contextlib.redirect_stdout(table):
+                code = _check(args)
+        except UsageError as e:
+            error = str(e)
+        except BaseException as e:  # the child ends here, whatever happened
+            error = f"{args.target}: the check raised {type(e).__name__}: {_first_line(e)}"
+        try:
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(json.dumps({"code": code, "error": error, "out": table.getvalue()}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read()
+        _, status = os.waitpid(pid, 0)
+    except KeyboardInterrupt:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return 130
+    try:
+        verdict = json.loads(said)
+        code, error, out = int(verdict["code"]), str(verdict["error"]), str(verdict["out"])
+    except (ValueError, KeyError, TypeError):
+        how = _ended(status)
+        print(
+            f"{PROG}: error: {args.target}: the check ended ({how}) before a verdict: the target's code ended its "
+            "process (os._exit, a signal, ...); fix it",
+            file=sys.stderr,
+        )
+        return 2
+    sys.stdout.write(out)
+    if error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+    return code
+
+
+def _ended(status: int) -> str:
+    """How a child process ended, in words."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = _Parser(
         prog=PROG,
         description=__doc__.split("\n")[0].replace("``", ""),
@@ -128,8 +201,13 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--ring", default=None, help="MODULE:NAME of the ring (default applicative:REAL)")
     parser.add_argument("--examples", type=int, default=50, help="examples per law (default 50)")
     args = parser.parse_args(argv)
-    if args.examples < 1:
-        raise UsageError(f"--examples {args.examples}: must be >= 1")
+    if not 1 <= args.examples <= MAX_EXAMPLES:
+        raise UsageError(f"--examples {args.examples}: must be in 1..{MAX_EXAMPLES}")
+    return args
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Import the target, check its laws and print the table and the verdict: 0 if all hold, 1 if one fails."""
     module, obj = _resolve(args.target)
     ring: Ring = REAL
     laws = LAWS
@@ -161,7 +239,10 @@ def _main(argv: list[str] | None) -> int:
     if report.failures:
         print()
         print(report.failure_text())
+        print(f"verdict: {len(report.failures)} law(s) fail")
         return 1
+    checked = sum(r.status != "n/a" for r in report.results)
+    print(f"verdict: all {checked} laws that apply hold")
     return 0
 
 

@@ -22,10 +22,31 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 from torch import Tensor
 
+from .._errors import StructureError
+from .._kernels import cleared
 from .._structure import Structure
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T")
+
+
+#: the most values one drawn tensor may hold: a law compares a few such values, and a structure past it (a
+#: ``Vector`` of size 10^12) would hold the checker for hours and all the machine's memory
+MAX_VALUES = 1 << 22
+
+
+class SizeError(StructureError):
+    """A value the law checker was asked to draw is larger than :data:`MAX_VALUES`: check a smaller instance."""
+
+
+def check_size(shape: tuple[int, ...]) -> None:
+    """Refuse a value of ``shape`` past :data:`MAX_VALUES` (a :class:`SizeError`) before anything is drawn."""
+    n = math.prod(shape)
+    if n > MAX_VALUES:
+        raise SizeError(
+            f"a value of shape {shape} holds {n:,} numbers, past the {MAX_VALUES:,} the law checker draws; the laws "
+            "do not depend on the size: check a smaller instance"
+        )
 
 
 @dataclass(frozen=True)
@@ -179,13 +200,14 @@ class Arbitrary(Generic[S]):
         return None
 
     def observe(self, s: Structure, x: Tensor, dim: int) -> Tensor:
-        """What equality compares for a value of ``s`` along axis ``dim`` (default: the tensor itself).
+        """What equality compares for a value of ``s`` along axis ``dim`` (default: the tensor with its positions
+        of weight zero -- padding, impossible outcomes -- set to ``0``, as the derived kernels select them out).
 
         Called for every axis of a compared value; return ``x`` unchanged for
-        structures that are not yours. Padding or unobservable positions should
+        structures that are not yours. Other unobservable positions should
         be mapped to a canonical value here.
         """
-        return x
+        return cleared(s, x, dim)
 
     def isomorphism(self, s: S, draw: Draw) -> Isomorphism | None:
         """Draw an isomorphism out of ``s`` for the attention-equivariance laws (``None``: none known).

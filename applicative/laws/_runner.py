@@ -34,7 +34,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import HypothesisException
 
 from .._ring import REAL, Ring
-from ._arbitrary import EXACT, Arbitrary, Elements, Tolerance
+from ._arbitrary import EXACT, Arbitrary, Elements, SizeError, Tolerance, check_size
 from ._counit import COUNIT_LAWS
 from ._equivariance import ATTENTION_LAWS
 from ._functor import APPLICATIVE_LAWS, FUNCTOR_LAWS
@@ -130,6 +130,7 @@ class _MinimalDraw:
         return list(range(n))
 
     def tensor(self, shape: tuple[int, ...], elements: Elements, dtype: torch.dtype) -> torch.Tensor:
+        check_size(shape)
         return torch.full(shape, min(max(0.0, elements.lo), elements.hi), dtype=dtype)
 
 
@@ -146,6 +147,8 @@ def _run_one(
     try:
         reason = law.applies(probe)
         tol = arb.tolerance(probe.s, tol_default)
+    except SizeError:  # not the structure's fault: the instance asked for is too large to check
+        raise
     except Exception as e:  # a structure that cannot even be drawn fails every law
         return LawResult(law, "fail", tol_default, math.inf, 0, (), f"drawing failed: {type(e).__name__}: {e}")
     if reason is not None:
@@ -159,7 +162,7 @@ def _run_one(
         case = Case(arb, ring, els, HypothesisDraw(data.draw), commutative)
         try:
             verdict = compare(law.build(case), arb, tol)
-        except HypothesisException:
+        except (HypothesisException, SizeError):
             raise
         except Exception as e:
             raise _Violation(f"  raised {type(e).__name__}: {e}\n  inputs:\n{case.describe()}") from e

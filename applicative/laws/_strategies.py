@@ -20,7 +20,7 @@ from torch import Tensor
 from .._field import Field
 from .._ring import REAL, Ring
 from .._structure import Structure
-from ._arbitrary import Arbitrary, Elements, Fixed, Pinned, elements_for
+from ._arbitrary import Arbitrary, Elements, Fixed, Pinned, check_size, elements_for
 
 T = TypeVar("T")
 DrawFn = Callable[[st.SearchStrategy[Any]], Any]
@@ -61,6 +61,7 @@ class HypothesisDraw:
         return list(self._draw(st.permutations(range(n))))
 
     def tensor(self, shape: tuple[int, ...], elements: Elements, dtype: torch.dtype) -> Tensor:
+        check_size(shape)
         n = math.prod(shape)
         raw = self._draw(st.binary(min_size=n, max_size=n))  # one draw per tensor: fast, still shrinks
         return decode(raw, elements).to(dtype).reshape(shape)

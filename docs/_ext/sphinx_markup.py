@@ -6,8 +6,10 @@ this extension rewrites, in place:
 * the roles ``:class:``, ``:meth:``, ``:func:``, ``:attr:``, ``:mod:``, ``:data:``, ``:exc:``, ``:obj:``
   (``~`` for the last component, ``title <target>``, relative ``.name``) into autorefs cross-references
   ``[`C`][a.b.C]``, the target resolved with griffe in the docstring's own scope (what names it imports,
-  its class, its module); a target that does not resolve to this project's objects (``torch.Tensor``, a
-  private helper) becomes a code span, never a broken link;
+  its class, its module) and linked where the reference documents it (:func:`homes`); a target in
+  another library (``torch.Tensor``, ``ValueError``) becomes a code span; a target that names nothing in
+  the reference (a renamed method, a private helper, a name nothing imports) is a warning, which fails the
+  strict build, wherever the site shows the docstring;
 * ``:math:`...``` and ``.. math::`` blocks into MathML (``latex2mathml``, the ``docs`` extra), which a
   browser renders offline, with no script; without ``latex2mathml`` they stay readable code;
 * a class's undocumented instance attributes (``self.embed = ...`` in ``__init__``) left out;
@@ -21,14 +23,18 @@ Double-backtick literals need nothing: Markdown reads them as code spans.
 
 from __future__ import annotations
 
+import builtins
 import html
 import re
+import sys
 from typing import Any
 
 import griffe
 
 #: our packages: a target outside them is never linked (no inventory of torch is loaded; the site is offline)
 _OURS = ("applicative", "instances", "models", "operators", "training")
+#: the libraries a docstring may name without importing them (shown as code)
+_LIBRARIES = ("torch", "numpy", "np", "scipy", "hypothesis", "torch_geometric", "h5py", "neuralop", "safetensors")
 _ROLE = re.compile(r":(?:py:)?(class|meth|func|attr|mod|data|exc|obj):`([^`]+)`")
 _MATH = re.compile(r":math:`([^`]+)`")
 _LIST = re.compile(r"^(\s*)([*+-]|\d+[.)])\s+\S")
@@ -73,10 +79,13 @@ class SphinxMarkup(griffe.Extension):
 
     def __init__(self) -> None:
         super().__init__()
-        self.unresolved: set[str] = set()  # "where: target" of each role shown as code, not linked
+        self.unresolved: set[str] = set()  # "where: target" of each role of ours shown as code, not linked
+        self.stale: list[str] = []  # the warnings: those of them in a docstring the site shows
+        self.linked = 0  # roles rendered as links
         self._pending: list[griffe.Module] = []
         self._loading = False
         self._homes: dict[str, str] | None = None
+        self._dropped: set[str] = set()  # the instance attributes left out: a role naming one links to its class
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         # a docstring may name any of our packages: load them all first (each ::: loads only its own),
@@ -93,18 +102,25 @@ class SphinxMarkup(griffe.Extension):
             self._loading = False
         packages, self._pending = self._pending, []
         objects = [obj for package in packages for obj in _walk(package)]
-        for obj in objects:
-            if isinstance(obj, griffe.Class):
-                # `self.x = ...` in a method, undocumented: an implementation detail (a module's
-                # submodules, weights), not API; a documented one stays
-                for name in [n for n, m in obj.members.items() if _undocumented_instance_attribute(m)]:
-                    del obj.members[name]
+        # `self.x = ...` in a method, undocumented: an implementation detail (a module's submodules, weights) or
+        # a dataclass field its class's Attributes section documents; not a heading of its own. Left out after
+        # the docstrings are rewritten, so that a role naming one still resolves (to its class)
+        dropped = [
+            (obj, name)
+            for obj in objects
+            if isinstance(obj, griffe.Class)
+            for name, member in obj.members.items()
+            if _undocumented_instance_attribute(member)
+        ]
+        self._dropped |= {f"{obj.path}.{name}" for obj, name in dropped}
         for obj in objects:
             if obj.docstring is not None:
                 obj.docstring.value = self.convert(obj.docstring.value, obj, loader)
             if isinstance(obj, griffe.Module) and obj.exports:
                 # ``members_order: __all__``: what a user builds on first, the law checker's helpers last
                 obj.exports = sorted(obj.exports, key=lambda name: _helper(str(name)))
+        for obj, name in dropped:
+            del obj.members[name]
 
     def convert(self, text: str, obj: griffe.Object, loader: griffe.GriffeLoader) -> str:
         """``text`` (one docstring of ``obj``) with its Sphinx markup in Markdown."""
@@ -133,26 +149,44 @@ class SphinxMarkup(griffe.Extension):
         short = target.startswith("~")
         target = target.lstrip("~!").removesuffix("()")
         shown = title or (target.rsplit(".", 1)[-1] if short else target.lstrip("."))
-        path = _resolve(target, obj, loader)
+        full = _resolve(target, obj)
+        if full in self._dropped:  # a dataclass field: its class's Attributes section documents it
+            full = full.rpartition(".")[0]
+        path = self._rendered(full, loader) if full is not None and full.split(".")[0] in _OURS else None
         if path is not None:
-            path = self._rendered(path, loader)
-        if path is None:
+            self.linked += 1
+            return f"[`{shown}`][{path}]"
+        if (full is None and not _foreign(target)) or (full is not None and full.split(".")[0] in _OURS):
             self.unresolved.add(f"{obj.path}: {target}")
-            return f"`{shown}`"
-        return f"[`{shown}`][{path}]"
+            if self._rendered(obj.path, loader) is not None:  # a docstring the site shows: a stale name fails
+                where = f"{obj.relative_filepath}:{obj.lineno}" if obj.lineno else str(obj.relative_filepath)
+                self.stale.append(
+                    f"{where}: {obj.path}'s docstring cites :{kind}:`{text}`, which names nothing in the reference "
+                    "(a renamed or private object?): name a public object, or write it as ``code``"
+                )
+                griffe.logger.warning(self.stale[-1])
+        return f"`{shown}`"
 
     def _rendered(self, path: str, loader: griffe.GriffeLoader) -> str | None:
-        """Where the reference renders ``path``: itself if public, else the public name that exports it."""
-        if _lookup(path, loader) is None:
+        """Where the reference documents ``path``: the home of its object, or of the class it is a member of."""
+        found = _lookup(path, loader)
+        if found is None:
             return None
-        if not any(_private(part) for part in path.split(".")):
-            return path
+        try:
+            target = found.final_target if isinstance(found, griffe.Alias) else found
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            return None
+        if target.is_module:
+            return None if any(_private(part) for part in target.path.split(".")) else target.path
         if self._homes is None:
-            self._homes = {}
-            for name in _OURS:
-                if name in loader.modules_collection:
-                    _exports(loader.modules_collection[name], self._homes)
-        return self._homes.get(path)
+            self._homes = homes([loader.modules_collection[n] for n in _OURS if n in loader.modules_collection])
+        head, rest = target.path, ""
+        while head and head not in self._homes:
+            head, _, last = head.rpartition(".")
+            rest = f".{last}{rest}"
+        if not head or any(_private(part) for part in rest.split(".")[1:]):
+            return None
+        return self._homes[head] + rest
 
 
 def _undocumented_instance_attribute(member: griffe.Object | griffe.Alias) -> bool:
@@ -174,25 +208,62 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _exports(obj: griffe.Object, homes: dict[str, str]) -> None:
-    """Map each private home of a public name to that name (``a._b.C`` -> ``a.C``), walking public modules."""
-    for name, member in obj.members.items():
-        if _private(name):
+def public_modules(module: griffe.Module) -> list[griffe.Module]:
+    """``module`` and its public submodules, recursively (what the reference renders)."""
+    found = [module]
+    for name, member in module.members.items():
+        if not member.is_alias and member.is_module and not _private(name):
+            assert isinstance(member, griffe.Module)
+            found += public_modules(member)
+    return found
+
+
+def shown(module: griffe.Module) -> list[tuple[str, griffe.Object]]:
+    """The public names of ``module`` with their objects: what it defines, and the aliases it exports."""
+    found = []
+    for name, member in module.members.items():
+        if name.startswith("_") or _type_variable(member):  # `__all__`, `F = TypeVar("F")`: not API
             continue
         if isinstance(member, griffe.Alias):
+            if not member.is_public:  # imported for its own use, not exported
+                continue
             try:
                 target = member.final_target
             except (griffe.AliasResolutionError, griffe.CyclicAliasError):
                 continue
-            if target.is_module:  # `from . import _x as x`: not rendered under that name
-                continue
-            homes.setdefault(target.path, member.path)
-            for sub_name, sub in target.members.items():  # a class's members under its public name
-                if not _private(sub_name) and not sub.is_alias:
-                    homes.setdefault(sub.path, f"{member.path}.{sub_name}")
-        elif member.is_module:
-            assert isinstance(member, griffe.Module)
-            _exports(member, homes)
+            if not target.is_module:  # `from . import x as x`: the module has its own section
+                found.append((name, target))
+        elif not member.is_module:
+            assert isinstance(member, griffe.Object)
+            found.append((name, member))
+    return found
+
+
+def _type_variable(member: griffe.Object | griffe.Alias) -> bool:
+    return (
+        not member.is_alias
+        and member.is_attribute
+        and str(getattr(member, "value", "")).startswith(("TypeVar(", "TypeVarTuple(", "ParamSpec("))
+    )
+
+
+def homes(packages: list[griffe.Module]) -> dict[str, str]:
+    """Where the reference documents each public object, once: its definition's path -> the public path.
+
+    Of the public names of an object (where it is defined, if that module is public, and every public module
+    that exports it), the home is where users import it: in the package that defines it, the shortest path
+    (``instances.Chebyshev``, not ``instances.chebyshev.Chebyshev``), the definition first on a tie.
+    """
+    names: dict[str, list[str]] = {}
+    for package in packages:
+        for module in public_modules(package):
+            for name, target in shown(module):
+                names.setdefault(target.path, []).append(f"{module.path}.{name}")
+
+    def rank(path: str, where: str) -> tuple[bool, int, bool, str]:
+        return where.split(".")[0] != path.split(".")[0], where.count("."), where != path, where
+
+    return {path: min(wheres, key=lambda where: rank(path, where)) for path, wheres in names.items()}
 
 
 def _walk(obj: griffe.Object) -> list[griffe.Object]:
@@ -211,13 +282,16 @@ def _lookup(path: str, loader: griffe.GriffeLoader) -> griffe.Object | griffe.Al
         return None
 
 
-def _public(path: str, loader: griffe.GriffeLoader) -> str | None:
-    """``path`` if it is in one of our packages."""
-    return path if path.split(".")[0] in _OURS else None
+def _foreign(target: str) -> bool:
+    """A name outside this project that the docstring's scope does not import: a builtin or another library."""
+    head = target.lstrip(".").split(".")[0]
+    return not target.startswith(".") and (
+        head in dir(builtins) or head in sys.stdlib_module_names or head in _LIBRARIES
+    )
 
 
-def _resolve(target: str, obj: griffe.Object, loader: griffe.GriffeLoader) -> str | None:
-    """The full path of ``target`` as written in ``obj``'s docstring, if it is one of ours."""
+def _resolve(target: str, obj: griffe.Object) -> str | None:
+    """The full path of ``target`` as written in ``obj``'s docstring (``None``: nothing in scope has that name)."""
     if not target:
         return None
     module = obj if obj.is_module else obj.module
@@ -227,10 +301,10 @@ def _resolve(target: str, obj: griffe.Object, loader: griffe.GriffeLoader) -> st
         if not module.is_init_module:
             base = base[:-1]
         base = base[: len(base) - (level - 1)] if level > 1 else base
-        return _public(".".join([*base, target.lstrip(".")]), loader)
+        return ".".join([*base, target.lstrip(".")])
     head, _, rest = target.partition(".")
     if head in _OURS:
-        return _public(target, loader)
+        return target
     scope: griffe.Object | None = obj
     while scope is not None:  # the docstring's scope: its object, then each parent (class, module)
         try:
@@ -238,8 +312,7 @@ def _resolve(target: str, obj: griffe.Object, loader: griffe.GriffeLoader) -> st
         except griffe.NameResolutionError:
             scope = scope.parent
             continue
-        path = f"{full}.{rest}" if rest else full
-        return _public(path, loader)
+        return f"{full}.{rest}" if rest else full
     return None
 
 

@@ -22,7 +22,7 @@ from training import options, run_cli
 from training.cli import writable_dir
 from training.tasks.poisson import PRESETS, Config
 from training.tasks.poisson.generalise import render
-from training.tasks.poisson.program import execute
+from training.tasks.poisson.program import Summary, execute
 
 PROG = "python -m examples.poisson"
 
@@ -40,13 +40,16 @@ def run(argv: list[str] | None) -> int:
     r = execute(config, options.Shared.of(a, PROG), cache=a.cache, compile=a.compile, amp=a.amp)
     if r is None:  # another process under torchrun: rank 0 reports
         return 0
-    fmt = "mean {mean:.3e}  median {median:.3e}  max {max:.3e}"
-    resumed = "" if r["resumed_from_step"] is None else f" (resumed from step {r['resumed_from_step']})"
-    print(f"parameters: {r['parameters']}")
-    print(f"training time: {r['train_seconds']:.1f}s for {r['steps']} steps on {r['device']}{resumed}")
-    print(f"held-out relative L2:  {fmt.format(**r['held_out_relative_l2'])}")
-    print(f"OOD relative L2:       {fmt.format(**r['ood_relative_l2'])}")
-    print(render(r["families"]))
+
+    def fmt(e: Summary) -> str:
+        return f"mean {e.mean:.3e}  median {e.median:.3e}  max {e.max:.3e}"
+
+    resumed = "" if r.resumed_from_step is None else f" (resumed from step {r.resumed_from_step})"
+    print(f"parameters: {r.parameters}")
+    print(f"training time: {r.train_seconds:.1f}s for {r.steps} steps on {r.device}{resumed}")
+    print(f"held-out relative L2:  {fmt(r.held_out_relative_l2)}")
+    print(f"OOD relative L2:       {fmt(r.ood_relative_l2)}")
+    print(render(r.families))
     files = ("report.json", "poisson.png", "curves.png", "checkpoint.pt")
     print(f"wrote {', '.join(str(a.out / f) for f in files)}")
     return 0

@@ -23,8 +23,7 @@ A sample is ``(a, u)`` on the ``points x points`` grid of ``[0, 1]²`` (boundary
 solved by :class:`~operators.darcy.solver.DarcySolver` for :math:`f = 1` on a grid ``refine`` times finer
 and sampled back at the coarse nodes (the FNO paper solved at 421² and sampled down to 85²). Because
 :math:`g` is a finite cosine series, :math:`a` is also a function that can be evaluated anywhere
-(:meth:`DarcyData.log_a_at`): the Funcformer reads it at Chebyshev points. Everything is generated from
-the seed; nothing is cached or downloaded.
+(:meth:`DarcyData.log_a_at`). Everything is generated from the seed; nothing is cached or downloaded.
 """
 
 from __future__ import annotations
@@ -136,35 +135,6 @@ def splits(family: Family, n_train: int, n_test: int, points: int = 33, seed: in
     return Splits(
         sample(family, n_train, points, 2 * seed, refine), sample(family, n_test, points, 2 * seed + 1, refine)
     )
-
-
-def symmetry(t: Tensor, which: Tensor) -> Tensor:
-    r"""Each sample of ``t`` ``(batch, P, P)`` (grid values, ``[b, i, j]`` at ``(x_i, y_j)``) moved by one of the
-    square's symmetries: ``which`` ``(batch, 3)`` booleans -- transpose (``x ↔ y``), then reflect ``x`` (``x → 1 - x``),
-    then reflect ``y``. The eight combinations are the square's dihedral group. The problem commutes with it
-    (:math:`-\nabla\cdot(a\nabla u) = 1`, ``u = 0`` on the boundary, and the grid are all invariant): the
-    solution for the moved coefficient is the moved solution, ``u(g·a) = g·u(a)`` -- exactly, for the
-    finite-difference solver too, whose stencil is symmetric.
-    """
-    if t.ndim != 3 or t.shape[-1] != t.shape[-2] or which.shape != (t.shape[0], 3) or which.dtype != torch.bool:
-        raise ValueError(
-            f"symmetry: expected grids (batch, P, P) and booleans (batch, 3); got {tuple(t.shape)} and "
-            f"{tuple(which.shape)} of {which.dtype} (draw them with random_symmetries)"
-        )
-    w = which.to(t.device)[:, :, None, None]
-    t = torch.where(w[:, 0], t.mT, t)
-    t = torch.where(w[:, 1], t.flip(-2), t)
-    return torch.where(w[:, 2], t.flip(-1), t)
-
-
-def moved(a: Tensor, u: Tensor, which: Tensor | None) -> tuple[Tensor, Tensor]:
-    """Inputs and solutions ``(batch, P, P)`` both moved by :func:`symmetry` ``which`` (``None``: as they are)."""
-    return (a, u) if which is None else (symmetry(a, which), symmetry(u, which))
-
-
-def random_symmetries(batch: int, generator: torch.Generator) -> Tensor:
-    """``(batch, 3)`` booleans for :func:`symmetry`, each of the eight symmetries equally likely."""
-    return torch.rand(batch, 3, generator=generator) < 0.5
 
 
 def relative_l2(pred: Tensor, exact: Tensor) -> Tensor:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, get_args
 
-from training import at_least, between
-from training.config import MAX_STEPS, Checked, batch_within, document_bounds
+from training import between
+from training.config import Checked, batch_within, document_bounds, optimiser_field
 
 #: the circuit depths trained on; the deeper ones only tested
 TRAIN_DEPTHS = (1, 2, 3, 4)
@@ -29,16 +29,16 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations (depths 1-4) / checkpoints.
     """
 
-    steps: int = between(3000, 1, MAX_STEPS)
-    batch: int = between(128, 1, 2**16)
-    lr: float = field(default=3e-3, metadata={"above": 0.0})
+    steps: int = optimiser_field("steps", 3000)
+    batch: int = optimiser_field("batch", 128)
+    lr: float = optimiser_field("lr", 3e-3)
     width: int = between(64, 1, 4096)
     hidden: int = between(128, 1, 16384)
     train: int = between(20000, 1, 10**6)
     test: int = between(2000, 1, 10**6)
-    seed: int = at_least(0, 0)
-    eval_every: int = between(1000, 1, MAX_STEPS)
-    checkpoint_every: int = between(500, 1, MAX_STEPS)
+    seed: int = optimiser_field("seed", 0)
+    eval_every: int = optimiser_field("eval_every", 1000)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 500)
 
     def consistent(self) -> str | None:
         return batch_within(self, "training circuits")

@@ -44,7 +44,7 @@ def execute(
     with RunDir(out, run.program) if out is not None else contextlib.nullcontext():
         for kind in kinds if out is not None else ():
             assert out is not None
-            check_resume(out / kind, checkpoint_config(config, kind))  # before the data: fails at once
+            check_resume(out / kind, checkpoint_config(config, kind), restart=run.restart)  # before the data
         data = generate(config.train, TRAIN_DEPTHS, seed=config.seed)
         tests = {"depth 1-4": generate(config.test, TRAIN_DEPTHS, seed=config.seed + 1000)}
         for d in TEST_DEPTHS:
@@ -65,7 +65,7 @@ def execute(
         results = []
         for kind in kinds:
             where = None if out is None else out / kind
-            r, progress = train(kind, config, data, tests, where, run.device, run.progress, run.threads)
+            r, progress = train(kind, config, data, tests, where, run.device, run.progress, run.threads, run.restart)
             results.append(r)
             say(f"{kind}: {r.parameters} parameters, {r.train_seconds:.0f} s for {progress.step} steps")
             for name in tests:

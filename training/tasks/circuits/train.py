@@ -103,11 +103,14 @@ def train(
     device: torch.device | str = "cpu",
     progress: bool = True,
     threads: int | None = None,
+    restart: bool = False,
 ) -> tuple[Result, Progress]:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) to ``config.steps``; its results and run."""
     task = CircuitTask(config, kind, data, tests["depth 1-4"], torch.device(device))
     extra = {"model": kind}
-    run = fit_config(task, config, out, extra=extra, fix="try a smaller --lr", progress=progress, threads=threads)
+    run = fit_config(
+        task, config, out, extra=extra, fix="try a smaller --lr", progress=progress, threads=threads, restart=restart
+    )
     model = task.model
     model.eval()
     acc, ms = {}, {}

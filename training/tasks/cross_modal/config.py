@@ -5,17 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from training import at_least, between
+from training import between
 from training.config import (
-    MAX_BATCH,
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_MODES,
-    MAX_STEPS,
     MAX_WIDTH,
     Checked,
     document_bounds,
+    optimiser_field,
 )
 
 #: the two tasks: scattered samples -> a function, a low-resolution image -> a function of two variables
@@ -40,9 +39,9 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
     """
 
-    steps: int = between(3000, 1, MAX_STEPS)
-    batch: int = between(32, 1, MAX_BATCH)
-    lr: float = field(default=2e-3, metadata={"above": 0.0})
+    steps: int = optimiser_field("steps", 3000)
+    batch: int = optimiser_field("batch", 32)
+    lr: float = optimiser_field("lr", 2e-3)
     width: int = between(32, 1, MAX_WIDTH)
     hidden: int = between(64, 1, MAX_HIDDEN)
     heads: int = between(4, 1, MAX_HEADS)
@@ -56,9 +55,9 @@ class Config(Checked):
     resolution: int = between(16, 4, 1024)
     position: int = between(16, 1, MAX_WIDTH)
     test: int = between(500, 1, 10**6)
-    seed: int = at_least(0, 0)
-    eval_every: int = between(250, 1, MAX_STEPS)
-    checkpoint_every: int = between(500, 1, MAX_STEPS)
+    seed: int = optimiser_field("seed", 0)
+    eval_every: int = optimiser_field("eval_every", 250)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 500)
 
     def consistent(self) -> str | None:
         return _consistent(self)

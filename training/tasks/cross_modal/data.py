@@ -54,8 +54,8 @@ class Images:
     """Functions of two variables and their values on a uniform ``r x r`` grid.
 
     Attributes:
-        coefficients: ``(B, degree, degree)``; image: ``(B, r, r)``, ``image[b, i, j] = f_b(s_i, s_j)``
-        with ``s = linspace(-1, 1, r)``.
+        coefficients: ``(B, degree, degree)`` the functions' Chebyshev coefficients.
+        image: ``(B, r, r)``, ``image[b, i, j] = f_b(s_i, s_j)`` with ``s = linspace(-1, 1, r)``.
     """
 
     coefficients: Tensor

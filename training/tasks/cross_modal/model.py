@@ -61,12 +61,18 @@ def _net(
 
 
 def _standardise(f: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``(f - μ) / s`` on the mask (zero elsewhere), and ``μ``, ``s`` per example (over the last axes)."""
+    """``(f - μ) / s`` on the mask (zero elsewhere), and ``μ``, ``s`` per example (over the last axes).
+
+    Values off the mask are selected out before any arithmetic (never multiplied by a zero): whatever
+    they hold, NaN or infinite, they reach neither the result nor a gradient.
+    """
     dims = tuple(range(1, f.ndim))
     n = mask.sum(dims, keepdim=True)
-    mu = (f * mask).sum(dims, keepdim=True) / n
-    s = ((((f - mu) * mask) ** 2).sum(dims, keepdim=True) / n).sqrt().clamp_min(1e-8)
-    return torch.where(mask, (f - mu) / s, 0.0), mu.reshape(-1), s.reshape(-1)
+    f = torch.where(mask, f, 0.0)
+    mu = f.sum(dims, keepdim=True) / n
+    centred = torch.where(mask, f - mu, 0.0)
+    s = (centred.square().sum(dims, keepdim=True) / n).sqrt().clamp_min(1e-8)
+    return centred / s, mu.reshape(-1), s.reshape(-1)
 
 
 class PointsModel(nn.Module):

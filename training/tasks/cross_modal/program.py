@@ -64,9 +64,11 @@ def execute(config: Config, task: TaskKind, run: Shared) -> dict[str, Any]:
     if run.threads is not None:
         torch.set_num_threads(run.threads)
     with RunDir(run.out, run.program):
-        check_resume(run.out, {**describe(config), "task": task})
+        check_resume(run.out, {**describe(config), "task": task}, restart=run.restart)
         held = data.held_out(config)
-        trained = train.train(config, task, held, run.out, progress=run.progress, threads=run.threads)
+        trained = train.train(
+            config, task, held, run.out, progress=run.progress, threads=run.threads, restart=run.restart
+        )
         report = {
             "task": task,
             "config": describe(config),

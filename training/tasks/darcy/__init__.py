@@ -1,6 +1,6 @@
-"""Darcy flow on the unit square: locally generated data and the Funcformer operator trained on it."""
+"""Darcy flow on the unit square: locally generated data, and the operator task's model trained on it."""
 
 from .config import PRESETS, Config
-from .model import SPEC, DarcyModel, load
+from .model import SPEC, load
 
-__all__ = ["PRESETS", "SPEC", "Config", "DarcyModel", "load"]
+__all__ = ["PRESETS", "SPEC", "Config", "load"]

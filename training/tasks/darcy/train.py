@@ -1,93 +1,41 @@
-"""Training the Darcy Funcformer: a :class:`~training.Task` for the shared loop.
+"""Training on Darcy flow: the operator task on the generated samples (:mod:`operators.darcy.data`).
 
-The loss is the mean squared relative L² error of ``u`` on the ``points x points`` grid (the predicted
-series evaluated at the nodes, against the finite-difference solution); evaluation reports the mean
-relative L² error (not squared) on the held-out set. Checkpoints, resumption, signals and divergence
-are the shared loop's (:func:`training.fit`).
+The loss is the operator task's (:func:`training.tasks.operator.task.objective`: the squared relative L² error of
+``u`` on the grid, by the nodes' trapezoid rule -- with ``u = 0`` at the ends, the plain sums -- and the smoothing
+penalty); evaluation reports the mean relative L² error on the held-out set. Checkpoints, resumption, signals and
+divergence are the shared loop's (:func:`training.fit`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 import torch
-from torch import Tensor
 
 from operators.darcy import data
+from operators.dataset import Samples, samples
 from training import Trained, fit_config
-from training.loop import FitOptions, Optimised
+from training.fingerprint import fingerprint
+from training.loop import FitOptions
+from training.tasks.operator.task import OperatorTask, Run, check_fit
 
 from .config import Config
-from .model import SPEC, DarcyModel, centred, roughness
+from .model import SHAPE, SPEC
+
+#: the name of the held-out set in the task's evaluations (``test_rel_l2``)
+TEST = "test"
 
 
-def relative_sq(pred: Tensor, exact: Tensor) -> Tensor:
-    """Per-sample ``‖pred - exact‖² / ‖exact‖²`` on the grid."""
-    return data.relative_l2(pred, exact).pow(2)
+def samples_of(d: data.DarcyData, where: str) -> Samples:
+    """The samples ``a -> u`` on the square's nodes, checked (``u = 0`` at the ends)."""
+    return samples(d.a, d.u, SHAPE.axes, where=where)
 
 
-def objective(model: DarcyModel, x: Tensor, exact: Tensor) -> Tensor:
-    """The training loss on inputs ``x`` and grid solutions ``exact`` ``(batch, P, P)``: the batch mean of
-    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = config.smooth``; the series ``u``)."""
-    u = model(x)
-    loss = relative_sq(model.on_grid(u), exact)
-    if model.config.smooth > 0:
-        loss = loss + model.config.smooth * roughness(u) / exact.pow(2).mean((-2, -1))
-    return loss.mean()
-
-
-def build_model(config: Config, train: data.DarcyData) -> DarcyModel:
-    """A seeded model whose input and output scales come from the training set."""
-    torch.manual_seed(config.seed)
-    log_a, u = train.a.log(), train.u
-    if config.homogeneous:  # the scales of what the network sees: log a - m in, u e^m out
-        log_a, m = centred(log_a)
-        u = u * m.exp()
-    return DarcyModel(config, float(log_a.mean()), float(log_a.std()), float(u.pow(2).mean().rsqrt()))
-
-
-@torch.no_grad()
-def predict(model: DarcyModel, log_a: Tensor, chunk: int = 256) -> Tensor:
-    """Predicted ``u`` on the grid for many inputs, float64 on the CPU."""
-    return torch.cat([model.on_grid(model(log_a[i : i + chunk])).double().cpu() for i in range(0, len(log_a), chunk)])
-
-
-class DarcyTask(Optimised):
-    """One seeded training run: model, Adam, a one-cycle schedule and the batch sampler."""
-
-    model: DarcyModel
-
-    def __init__(self, config: Config, splits: data.Splits, device: torch.device) -> None:
-        self.config, self.device = config, device
-        self.model = build_model(config, splits.train).to(device)
-        dtype = self.model.dtype
-        self.optimiser = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay
-        )
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
-        self.sampler = torch.Generator().manual_seed(config.seed + 1)
-        self.x = self.model.inputs(splits.train).to(device, dtype)
-        self.u = splits.train.u.to(device, dtype)
-        self.x_test = self.model.inputs(splits.test).to(device, dtype)
-        self.u_test = splits.test.u
-
-    def train_step(self) -> Tensor:
-        idx = torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler).to(self.device)
-        which = data.random_symmetries(len(idx), self.sampler) if self.config.augment else None  # checkpointed
-        x, u = data.moved(self.x[idx], self.u[idx], which)
-        loss = objective(self.model, x, u)
-        self.optimise(loss, clip=self.config.clip)
-        return loss
-
-    def errors(self) -> Tensor:
-        """Held-out relative L² errors, per sample."""
-        return data.relative_l2(predict(self.model, self.x_test), self.u_test)
-
-    def evaluate(self) -> dict[str, float]:
-        return {"held_out_rel_l2": float(self.errors().mean())}
+def data_of(config: Config, splits: data.Splits) -> dict[str, Any]:
+    """The training data's :func:`~training.fingerprint.fingerprint`, as the run's checkpoints record it."""
+    where = f"darcy {config.family} n_train={config.n_train} points={config.points} seed={config.seed}"
+    return fingerprint(where, coefficients=splits.train.a, solutions=splits.train.u)
 
 
 def train(
@@ -96,9 +44,12 @@ def train(
     out: Path | None,
     device: torch.device | str = "cpu",
     **options: Unpack[FitOptions],
-) -> tuple[Trained[DarcyModel], DarcyTask]:
+) -> Run:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
-    task = DarcyTask(config, splits, torch.device(device))
+    train_set = samples_of(splits.train, f"{config.family} training set")
+    test = samples_of(splits.test, f"{config.family} held-out set")
+    check_fit(config, train_set)
+    task = OperatorTask(config, train_set, {TEST: test}, torch.device(device))
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
-    run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
-    return Trained.of(task.model, run), task
+    progress = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
+    return Run(Trained.of(task.model, progress), task)

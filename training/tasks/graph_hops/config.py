@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, get_args
 
-from training import at_least, between
-from training.config import MAX_STEPS, Checked, batch_within, document_bounds
+from training import between
+from training.config import Checked, batch_within, document_bounds, optimiser_field
 
 #: the models compared: the generic encoder (two layers, one), PyG's TransformerConv and GATConv
 ModelKind = Literal["ours", "transformerconv", "gatconv", "ours-1"]
@@ -26,14 +26,14 @@ class Config(Checked):
         eval_every, checkpoint_every: steps between held-out evaluations / checkpoints.
     """
 
-    steps: int = between(1500, 1, MAX_STEPS)
-    batch: int = between(32, 1, 2**16)
-    lr: float = field(default=3e-3, metadata={"above": 0.0})
+    steps: int = optimiser_field("steps", 1500)
+    batch: int = optimiser_field("batch", 32)
+    lr: float = optimiser_field("lr", 3e-3)
     train: int = between(4000, 1, 10**6)
     test: int = between(500, 1, 10**6)
-    seed: int = at_least(0, 0)
-    eval_every: int = between(500, 1, MAX_STEPS)
-    checkpoint_every: int = between(500, 1, MAX_STEPS)
+    seed: int = optimiser_field("seed", 0)
+    eval_every: int = optimiser_field("eval_every", 500)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 500)
 
     def consistent(self) -> str | None:
         return batch_within(self, "training graphs")

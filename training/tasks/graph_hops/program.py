@@ -34,7 +34,7 @@ def execute(
     with RunDir(out, run.program) if out is not None else contextlib.nullcontext():
         for kind in kinds if out is not None else ():
             assert out is not None
-            check_resume(out / kind, checkpoint_config(config, kind))  # before the data: fails at once
+            check_resume(out / kind, checkpoint_config(config, kind), restart=run.restart)  # before the data
         rng = random.Random(config.seed)
         train_set = [sample(rng) for _ in range(config.train)]
         test_set = [sample(rng) for _ in range(config.test)]
@@ -53,7 +53,9 @@ def execute(
         for kind in kinds:
             start = time.perf_counter()
             where = None if out is None else out / kind
-            trained = train(config, kind, train_set, test_set, where, run.device, run.progress, run.threads)
+            trained = train(
+                config, kind, train_set, test_set, where, run.device, run.progress, run.threads, run.restart
+            )
             seconds = time.perf_counter() - start
             acc = accuracy(trained.model, *batch(test_set, run.device))
             params = sum(p.numel() for p in trained.model.parameters())

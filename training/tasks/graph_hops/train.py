@@ -66,10 +66,18 @@ def train(
     device: torch.device | str = "cpu",
     progress: bool = True,
     threads: int | None = None,
+    restart: bool = False,
 ) -> Trained[nn.Module]:
     """Train model ``kind`` (or resume from ``out/checkpoint.pt``) to ``config.steps``."""
     task = HopsTask(config, kind, train, test, torch.device(device))
     run = fit_config(
-        task, config, out, extra={"model": kind}, fix="try a smaller --lr", progress=progress, threads=threads
+        task,
+        config,
+        out,
+        extra={"model": kind},
+        fix="try a smaller --lr",
+        progress=progress,
+        threads=threads,
+        restart=restart,
     )
     return Trained.of(task.model, run)

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from training.config import (
     INT_LIMIT,
-    MAX_BATCH,
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_STEPS,
     MAX_WIDTH,
     Checked,
-    at_least,
     between,
     document_bounds,
+    optimiser_field,
 )
 
 ModelKind = Literal["gpt", "ipa", "relu", "softplus", "triangular", "rnn"]
@@ -36,7 +35,8 @@ class Config(Checked):
             operation, its own width chosen to match the GPT's parameter count) or ``rnn`` (a tanh
             recurrence whose state size is chosen to match the GPT's parameter count).
         context, width, hidden, heads, depth: the decoder's sizes (pre-norm, learned positions, untied head).
-        steps, batch, lr, warmup: AdamW with linear warm-up then cosine decay.
+        steps, batch, lr, warmup_steps: AdamW with a linear warm-up over ``warmup_steps`` steps then cosine decay
+            (``warmup`` elsewhere is a fraction of the steps: another word).
         eval_every, checkpoint_every, eval_batches: evaluation cadence and size (windows of the validation text).
         limit: use only the first ``limit`` characters of the corpus (0: all of it).
     """
@@ -47,16 +47,16 @@ class Config(Checked):
     hidden: int = between(256, 1, MAX_HIDDEN)
     heads: int = between(4, 1, MAX_HEADS)
     depth: int = between(2, 1, MAX_LAYERS)
-    steps: int = between(2000, 1, MAX_STEPS)
-    batch: int = between(32, 1, MAX_BATCH)
-    lr: float = field(default=3e-3, metadata={"above": 0.0})
-    warmup: int = between(100, 0, MAX_STEPS)
-    clip: float = between(1.0, 0.0, 1e6)
-    eval_every: int = between(250, 1, MAX_STEPS)
-    checkpoint_every: int = between(250, 1, MAX_STEPS)
+    steps: int = optimiser_field("steps", 2000)
+    batch: int = optimiser_field("batch", 32)
+    lr: float = optimiser_field("lr", 3e-3)
+    warmup_steps: int = between(100, 0, MAX_STEPS)
+    clip: float = optimiser_field("clip", 1.0)
+    eval_every: int = optimiser_field("eval_every", 250)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 250)
     eval_batches: int = between(8, 1, 10**5)
     limit: int = between(0, 0, INT_LIMIT)
-    seed: int = at_least(0, 0)
+    seed: int = optimiser_field("seed", 0)
 
     def consistent(self) -> str | None:
         return _consistent(self)
@@ -89,7 +89,7 @@ PRESETS: dict[str, Config] = {
         depth=1,
         steps=20,
         batch=8,
-        warmup=2,
+        warmup_steps=2,
         eval_every=10,
         checkpoint_every=10,
         eval_batches=2,

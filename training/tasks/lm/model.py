@@ -37,11 +37,18 @@ from applicative import (
 )
 from models import EncoderLayer, IPALayer, RNNCell, Transformer, TriangularLayer, scan
 from training import InputError, inputs, registry
+from training.budget import layer_activations
 
 from .config import Config, ModelKind
-from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
+#: the most characters a vocabulary may hold (a script's, not the whole of Unicode: each is a row of two matrices)
+MAX_VOCAB = 2**16
+#: the most characters one call of :meth:`CharLM.sample` draws (each is one call of the model)
+MAX_SAMPLE = 100_000
+#: the temperatures :meth:`CharLM.sample` takes: near zero the divided logits overflow, and at 1e-4 a logit gap of
+#: 1e-2 already weighs e^-100 (the argmax); at 1e4 the law is uniform to within 1e-3 for logit gaps below 10
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-4, 1e4
 
 
 def normalisation(kind: ModelKind, key_size: int) -> Normalise:
@@ -104,7 +111,7 @@ class CharLM(nn.Module):
                 for _ in range(config.depth)
             ]
         self.body: Transformer[Vector, Vector] = Transformer(v, d, layers)
-        self.position = nn.Parameter(0.02 * torch.randn(config.context, self.size))
+        self.position = nn.Parameter(torch.randn(config.context, self.size).mul_(0.02))
 
     def forward(self, tokens: Tensor) -> Tensor:
         """Logits ``(batch, T, vocab)`` for ids ``(batch, T)`` (or ``(T,)``), ``1 <= T <= context``.
@@ -113,6 +120,7 @@ class CharLM(nn.Module):
             InputError: ``tokens`` not integer ids of the vocabulary, empty, or longer than the context.
         """
         inputs.ids("CharLM", "tokens", tokens, "(batch, T)", (1, 2), len(self.vocab))
+        tokens = tokens.long()  # any integer dtype (int8 .. uint64): the ids, in the one dtype one_hot takes
         t = tokens.shape[-1]
         if t > self.config.context:
             raise InputError(
@@ -135,18 +143,32 @@ class CharLM(nn.Module):
     def sample(self, prompt: Tensor, length: int, temperature: float, generator: torch.Generator) -> Tensor:
         """``prompt`` ``(T0,)`` ids continued by ``length`` sampled characters (the last ``context`` seen).
 
-        ``temperature > 0`` divides the logits (``-> 0``: the likeliest character; ``1``: the model's own law).
+        ``temperature`` divides the logits (small: the likeliest character; ``1``: the model's own law), and lies
+        in ``MIN_TEMPERATURE..MAX_TEMPERATURE``; ``length`` is at most ``MAX_SAMPLE`` (continue from the result's
+        end for more).
 
         Raises:
-            InputError: a prompt that is not ``T0 >= 1`` ids of the vocabulary, a negative ``length``, a
-                temperature that is not a finite number above zero, or no ``torch.Generator``.
+            InputError: a prompt that is not ``T0 >= 1`` ids of the vocabulary, a ``length`` outside
+                ``0..MAX_SAMPLE``, a temperature outside its range, or no ``torch.Generator``.
         """
         inputs.ids("CharLM.sample", "prompt", prompt, "(T0,)", 1, len(self.vocab))
         inputs.count("CharLM.sample", "length", length, 0)
-        inputs.positive("CharLM.sample", "temperature", temperature, " (it divides the logits)")
+        if length > MAX_SAMPLE:
+            raise InputError(
+                f"CharLM.sample: length must be at most {MAX_SAMPLE} characters (one model call each), got {length}; "
+                "sample in pieces, each continuing the last one's end"
+            )
+        inputs.within(
+            "CharLM.sample",
+            "temperature",
+            temperature,
+            MIN_TEMPERATURE,
+            MAX_TEMPERATURE,
+            " (it divides the logits: below, they overflow; for the likeliest character take the argmax)",
+        )
         if not isinstance(generator, torch.Generator):
             raise InputError(f"CharLM.sample: generator must be a torch.Generator, got {type(generator).__name__}")
-        ids = prompt.clone()
+        ids = prompt.long()  # the dtype sampled ids are appended in (never written in place)
         for _ in range(length):
             logits = self(ids[-self.config.context :].unsqueeze(0))[0, -1] / temperature
             nxt = torch.multinomial(torch.softmax(logits.double(), -1).cpu(), 1, generator=generator)
@@ -164,6 +186,8 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> CharLM:
 def _vocab(state: Mapping[str, Any]) -> str:
     """The vocabulary a checkpoint's task state records (a non-empty str of distinct characters)."""
     vocab = state.get("vocab")
+    if isinstance(vocab, str) and len(vocab) > MAX_VOCAB:  # before the set of its characters is formed
+        raise ValueError(f"its vocabulary holds {len(vocab):,} characters, past the {MAX_VOCAB:,} a model here reads")
     if not isinstance(vocab, str) or not vocab or len(set(vocab)) != len(vocab):
         raise ValueError(f"its vocabulary is {vocab!r:.40}, expected a non-empty str of distinct characters")
     return vocab
@@ -173,14 +197,22 @@ def _build(blob: dict[str, Any]) -> CharLM:
     return CharLM(Config(**blob["config"]), _vocab(blob["task"]))
 
 
+def activations(fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+    """Values one training sequence keeps for the backward pass (an estimate): the layers over its ``context``
+    positions, and the logits over the vocabulary (the checkpoint's task state)."""
+    c = Config(**fields)
+    t = c.context
+    return c.depth * layer_activations(1, t, c.width, c.hidden, c.heads) + 2 * t * len(_vocab(state))
+
+
 #: the character-level language models as :func:`training.load` knows them
 SPEC = registry.TaskSpec(
     "lm",
-    1,
+    2,  # 2: the warm-up counted in steps is the config field warmup_steps
     CharLM,
     _build,
     "examples.lm",
     "a language model",
     config=lambda fields: Config(**fields),
-    cost=lambda fields, state: cost(fields, len(_vocab(state))),
+    activations=activations,
 )

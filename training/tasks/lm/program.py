@@ -21,7 +21,7 @@ from training.options import Shared
 from . import data
 from .config import Config
 from .model import SPEC
-from .train import train
+from .train import data_of, train
 
 
 def execute(
@@ -34,8 +34,9 @@ def execute(
     check_batch(config.batch, ranks)
     report: dict[str, Any] | None = None
     with RunDir(run.out, run.program) if ranks.main else contextlib.nullcontext():
-        check_resume(run.out, describe(config), SPEC.meta(), run.memory)
+        check_resume(run.out, describe(config), SPEC.meta(), run.memory, restart=run.restart)
         corpus = data.corpus(config.limit or None)
+        check_resume(run.out, describe(config), SPEC.meta(), run.memory, data=data_of(corpus), restart=run.restart)
         # fits in memory (the vocabulary is the corpus's): before anything is built
         SPEC.admit(describe(config), {"vocab": corpus.vocab}, run.memory, training=True)
         unigram = corpus.unigram_bits()

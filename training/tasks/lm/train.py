@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 
 from .config import Config
@@ -26,12 +27,12 @@ LN2 = math.log(2.0)
 
 
 def schedule(config: Config) -> Callable[[int], float]:
-    """The learning-rate multiplier: linear warm-up over ``warmup`` steps, then cosine decay to 10%."""
+    """The learning-rate multiplier: linear warm-up over ``warmup_steps`` steps, then cosine decay to 10%."""
 
     def f(step: int) -> float:
-        if step < config.warmup:
-            return (step + 1) / config.warmup
-        frac = min(1.0, (step - config.warmup) / max(1, config.steps - config.warmup))
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        frac = min(1.0, (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps))
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
 
     return f
@@ -93,6 +94,11 @@ class LMTask(Optimised):
         return {**super().state_dict(), "vocab": self.corpus.vocab}
 
 
+def data_of(corpus: Corpus) -> dict[str, Any]:
+    """The training text's :func:`~training.fingerprint.fingerprint`, as the run's checkpoints record it."""
+    return fingerprint(f"the Python {corpus.python} documentation", text=corpus.train)
+
+
 def train(
     config: Config,
     corpus: Corpus,
@@ -102,5 +108,6 @@ def train(
 ) -> Trained[CharLM]:
     """Train (or resume from ``out/checkpoint.pt``) to ``config.steps`` (or ``stop_after``)."""
     task = LMTask(config, corpus, torch.device(device), options.get("ranks", SINGLE))
+    options.setdefault("data", data_of(corpus))
     run = fit_config(task, config, out, meta=SPEC.meta(), fix="try a smaller --config lr=", **options)
     return Trained.of(task.model, run)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from training import at_least, between
-from training.config import MAX_BATCH, MAX_MODES, MAX_STEPS, Checked, document_bounds
+from training import between
+from training.config import MAX_MODES, Checked, document_bounds, optimiser_field
 
 #: the two sensors' positions in ``[-1, 1]``
 SENSORS = (-0.3, 0.55)
@@ -37,13 +37,13 @@ class Config(Checked):
     dt: float = field(default=0.1, metadata={"above": 0.0, "max": 100.0})
     noise: float = field(default=1e-2, metadata={"above": 0.0, "max": 100.0})
     stir: float = between(0.1, 0.0, 100.0)
-    steps: int = between(1500, 1, MAX_STEPS)
-    batch: int = between(64, 1, MAX_BATCH)
-    lr: float = field(default=1e-2, metadata={"above": 0.0})
+    steps: int = optimiser_field("steps", 1500)
+    batch: int = optimiser_field("batch", 64)
+    lr: float = optimiser_field("lr", 1e-2)
     activation: Literal["identity", "tanh"] = "identity"
-    seed: int = at_least(0, 0)
-    eval_every: int = between(250, 1, MAX_STEPS)
-    checkpoint_every: int = between(500, 1, MAX_STEPS)
+    seed: int = optimiser_field("seed", 0)
+    eval_every: int = optimiser_field("eval_every", 250)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 500)
 
 
 document_bounds(Config)

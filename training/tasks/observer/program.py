@@ -23,8 +23,8 @@ def execute(config: Config, run: Shared) -> dict[str, Any]:
     out = run.out
     with RunDir(out, run.program) if out is not None else contextlib.nullcontext():
         if out is not None:
-            check_resume(out, describe(config))
-        trained = train(config, out, run.device, progress=run.progress, threads=run.threads)
+            check_resume(out, describe(config), restart=run.restart)
+        trained = train(config, out, run.device, progress=run.progress, threads=run.threads, restart=run.restart)
         report: dict[str, Any] = {
             "config": describe(config),
             "device": str(run.device),

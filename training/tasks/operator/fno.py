@@ -39,7 +39,7 @@ from training.errors import UserError
 
 from .config import Config
 from .rollout import draw_sequences, unrollable, unrolled_loss, windows
-from .train import relative_sq
+from .task import relative_sq
 
 
 @dataclass(frozen=True)

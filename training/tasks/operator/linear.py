@@ -29,7 +29,7 @@ from torch import Tensor
 from operators.dataset import Samples
 from training.errors import InputError
 
-from .train import relative_sq
+from .task import relative_sq
 
 #: the ridge ladder, relative to each block's mean Gram eigenvalue
 RIDGES = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)

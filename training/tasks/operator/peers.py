@@ -38,7 +38,7 @@ from operators.dataset import Samples
 
 from .config import Config
 from .fno import check_available, count, fno, width_for
-from .train import relative_sq
+from .task import relative_sq
 
 
 @dataclass(frozen=True)
@@ -182,13 +182,15 @@ class PlainFNOTask:
     def errors(self, s: Samples) -> Tensor:
         """Relative L² errors per sample of ``s`` at its own resolution (zero-shot off the training grid)."""
         weights = [a.weights(p) for a, p in zip(s.axes, s.grid, strict=True)]
-        return relative_sq(self.predict(s.inputs), s.outputs, weights).sqrt()
+        err: Tensor = relative_sq(self.predict(s.inputs), s.outputs, weights).sqrt()
+        return err
 
 
 def plain_loss(pred: Tensor, exact: Tensor, weights: Sequence[Tensor], kind: str) -> Tensor:
     """The batch mean of ``‖pred - exact‖ / ‖exact‖`` (``kind="relative"``) or of its square (``"squared"``)."""
     sq = relative_sq(pred, exact, weights)
-    return (sq if kind == "squared" else sq.clamp_min(1e-30).sqrt()).mean()
+    loss: Tensor = (sq if kind == "squared" else sq.clamp_min(1e-30).sqrt()).mean()
+    return loss
 
 
 def _schedule(optimiser: torch.optim.Optimizer, plain: Plain, steps: int) -> torch.optim.lr_scheduler.LRScheduler:

@@ -1,18 +1,19 @@
-"""What ``python -m examples.operator`` does, as library functions: grids from options, budgets, reports, plots.
+"""What ``python -m examples.operator`` does, as library functions: grids from options, time budgets, reports.
 
 * :func:`axes_from` -- the grid's axes from ``--layout``, ``--boundary`` and ``--extent`` (one value for every
   axis, or one per axis separated by commas);
-* :func:`parse_budget` / :func:`steps_for` -- ``--budget``: a step count (``3000``) or a time (``90s``, ``10m``,
-  ``1.5h``), turned into steps by timing a few steps of the real model on the real data first;
+* :func:`parse_time` / :func:`steps_for` -- ``--time``: a duration (``90s``, ``10m``, ``1.5h``), turned into steps
+  by timing a few steps of the real model on the real data first (a step count is ``--steps``);
 * :func:`report` -- the errors per test file (mean, median, max; each at its own resolution), and
   :func:`linear_baseline` -- the least-squares linear map's, on the test files on the training grid;
-* :func:`plot_worst` -- the worst test sample of a file: input, truth, prediction and error.
+* :func:`plot_worst` -- the worst test sample of a file: input, truth, prediction and error;
+* :func:`execute` -- the whole program, returning a :class:`Report` (written to ``report.json`` as well).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,9 +24,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from models.operator import OperatorModel
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_file, infer_dims, pick_key
-from operators.files import DataError, contents
-from operators.layout import BOUNDARIES, LAYOUTS, Axis, LayoutError
+from operators.files import contents
+from operators.layout import Axis, LayoutError, axes_of
 from training.budget import Budget
 from training.denormals import flush_denormals
 from training.errors import InputError, UserError
@@ -34,68 +36,31 @@ from training.threads import use_threads
 from . import fno
 from .config import Config
 from .linear import least_squares
-from .model import OperatorModel
-from .train import OperatorTask, check_fit
-
-#: the fewest steps a time budget may buy (fewer cannot warm up and anneal a one-cycle schedule)
-LEAST_STEPS = 10
-
-
-def _per_axis(text: str | None, dims: int, option: str) -> list[str | None]:
-    if text is None:
-        return [None] * dims
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) == 1:
-        return [parts[0]] * dims
-    if len(parts) != dims:
-        raise UserError(f"{option} {text!r}: give one value for every axis or one per axis ({dims} here)")
-    return [*parts]
+from .model import SPEC, record
+from .shape import Shape
+from .task import OperatorTask, check_fit
+from .task import train as train_model
 
 
 def axes_from(dims: int, layout: str | None, boundary: str | None, extent: str | None) -> tuple[Axis, ...]:
-    """The grid's axes from the command line's text (each option: one value for all axes, or one per axis)."""
-    layouts = _per_axis(layout, dims, "--layout")
-    boundaries = _per_axis(boundary, dims, "--boundary")
-    extents = _per_axis(extent, dims, "--extent")
-    axes = []
-    for i in range(dims):
-        lay = layouts[i] or "nodes"
-        if lay not in LAYOUTS:
-            raise UserError(f"--layout {lay!r}: must be one of {', '.join(LAYOUTS)}")
-        bc = boundaries[i]
-        if bc is not None and bc not in BOUNDARIES:
-            raise UserError(f"--boundary {bc!r}: must be one of {', '.join(BOUNDARIES)}")
-        lo, hi = 0.0, 1.0
-        if extents[i] is not None:
-            m = re.fullmatch(r"\s*([^:]+):([^:]+)\s*", extents[i] or "")
-            try:
-                lo, hi = (float(m.group(1)), float(m.group(2))) if m else (math.nan, math.nan)
-            except ValueError:
-                lo = hi = math.nan
-            if not m or math.isnan(lo) or math.isnan(hi):
-                raise UserError(f"--extent {extents[i]!r}: expected LO:HI, e.g. 0:1 or 0:6.2832")
-        try:
-            axes.append(Axis(lay, lo, hi, bc))  # checked against the choices above
-        except LayoutError as e:
-            raise UserError(f"axis {AXIS_NAMES[i]}: {e}") from None
-    return tuple(axes)
+    """The grid's axes from the command line's text (each option: one value for all axes, or one per axis), or a
+    :class:`~training.UserError` naming the option and what is wrong (:func:`operators.layout.axes_of`)."""
+    try:
+        return axes_of(dims, layout, boundary, extent)
+    except LayoutError as e:
+        raise UserError(str(e)) from None
 
 
-def parse_budget(text: str) -> tuple[str, float]:
-    """``--budget``: ``("steps", n)`` for an integer, ``("seconds", s)`` for ``90s``, ``10m``, ``1.5h``."""
+def parse_time(text: str) -> float:
+    """``--time``: seconds, from ``90s``, ``10m``, ``1.5h`` (between 1s and 720h)."""
     t = text.strip().lower()
-    if re.fullmatch(r"\d+", t):
-        n = int(t)
-        if not 1 <= n <= 10**8:
-            raise UserError(f"--budget {text}: a step count in 1..100000000")
-        return "steps", float(n)
     m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)", t)
     if not m:
-        raise UserError(f"--budget {text!r}: a step count (3000) or a time (90s, 10m, 1.5h)")
+        raise UserError(f"--time {text!r}: a duration such as 90s, 10m or 1.5h (a step count is --steps N)")
     seconds = float(m.group(1)) * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
     if not 1 <= seconds <= 30 * 86400:
-        raise UserError(f"--budget {text}: a time between 1s and 720h")
-    return "seconds", seconds
+        raise UserError(f"--time {text}: a time between 1s and 720h")
+    return seconds
 
 
 def seconds_per_step(config: Config, train: Samples, device: torch.device, threads: int | None) -> float:
@@ -126,31 +91,103 @@ def seconds_per_step(config: Config, train: Samples, device: torch.device, threa
 
 
 def steps_for(seconds: float, per_step: float) -> int:
-    """The steps that fit ``seconds`` at ``per_step`` each (at least :data:`LEAST_STEPS`)."""
-    return max(LEAST_STEPS, int(seconds / per_step))
+    """The steps that fit ``seconds`` at ``per_step`` each (at least one: the schedule holds at any length)."""
+    return max(1, int(seconds / per_step))
 
 
-def summary(errs: Tensor) -> dict[str, float]:
-    return {"mean": float(errs.mean()), "median": float(errs.median()), "max": float(errs.max())}
+@dataclass(frozen=True)
+class Errors:
+    """The relative L² errors on one test set: where it came from, its grid and size, and their mean, median, max."""
+
+    file: str
+    grid: tuple[int, ...]
+    samples: int
+    mean: float
+    median: float
+    max: float
+
+    @classmethod
+    def of(cls, errs: Tensor, s: Samples) -> Errors:
+        """The summary of per-sample errors ``errs`` on ``s``."""
+        return cls(s.where, s.grid, len(s), float(errs.mean()), float(errs.median()), float(errs.max()))
 
 
-def report(errors: Mapping[str, Tensor], tests: Mapping[str, Samples]) -> dict[str, Any]:
+def report(errors: Mapping[str, Tensor], tests: Mapping[str, Samples]) -> dict[str, Errors]:
     """Per test set: its file, grid, sample count and the relative L² errors' mean, median and max."""
-    return {
-        name: {"file": tests[name].where, "grid": list(tests[name].grid), "samples": len(tests[name]), **summary(e)}
-        for name, e in errors.items()
-    }
+    return {name: Errors.of(e, tests[name]) for name, e in errors.items()}
 
 
-def linear_baseline(train: Samples, tests: Mapping[str, Samples]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LinearBaseline:
+    """The least-squares linear map's errors on the test sets on the training grid (``ridge`` its chosen ridge), or
+    why it was not fitted (``skipped``)."""
+
+    ridge: float | None = None
+    tests: dict[str, Errors] = field(default_factory=dict)
+    skipped: str | None = None
+
+
+def linear_baseline(train: Samples, tests: Mapping[str, Samples]) -> LinearBaseline:
     """The least-squares linear map's errors (:func:`~training.tasks.operator.linear.least_squares`) on the test
     sets on the training grid -- the baseline the model's figures are read beside -- or why it was not fitted."""
     try:
         fit = least_squares(train)
     except InputError as e:
-        return {"skipped": str(e)}
+        return LinearBaseline(skipped=str(e))
     errs = {name: fit.errors(s) for name, s in tests.items() if s.grid == train.grid}
-    return {"ridge": fit.ridge, "tests": report(errs, tests)}
+    return LinearBaseline(fit.ridge, report(errs, tests))
+
+
+@dataclass(frozen=True)
+class Peer:
+    """The FNO trained beside the model: its recipe, size, time, curve, errors and the model's ratio to them."""
+
+    recipe: fno.Recipe
+    hidden: int
+    parameters: int
+    train_seconds: float
+    curve: list[tuple[int, float, float]]
+    tests: dict[str, Errors]
+    ratio: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`execute` returns (and writes to ``report.json``: :meth:`to_json`).
+
+    Attributes:
+        config: the run's record (the config's fields and the data's shape, as the checkpoint holds them).
+        torch: torch's version.
+        parameters: the model's parameter count.
+        train_seconds, steps, resumed_from_step: the training run (``resumed_from_step``: ``None`` unless resumed).
+        tests: the errors per test set.
+        history: the held-out errors along the run (one record per evaluation).
+        linear: the least-squares baseline.
+        fno: the peer (``--baseline fno``), or ``None``.
+    """
+
+    config: dict[str, Any]
+    torch: str
+    parameters: int
+    train_seconds: float
+    steps: int
+    resumed_from_step: int | None
+    tests: dict[str, Errors]
+    history: list[dict[str, float]]
+    linear: LinearBaseline
+    fno: Peer | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data: the fields, a skipped baseline as ``{"skipped": why}``, no ``fno`` key without the peer."""
+        out = dataclasses.asdict(self)
+        out["linear"] = (
+            {"skipped": self.linear.skipped}
+            if self.linear.skipped is not None
+            else {"ridge": self.linear.ridge, "tests": out["linear"]["tests"]}
+        )
+        if self.fno is None:
+            out.pop("fno")
+        return out
 
 
 def plot_worst(model: OperatorModel, s: Samples, errs: Tensor, path: Path) -> None:
@@ -162,7 +199,7 @@ def plot_worst(model: OperatorModel, s: Samples, errs: Tensor, path: Path) -> No
     import matplotlib.pyplot as plt
 
     i = int(errs.argmax())
-    from .predict import predict
+    from .prediction import predict
 
     pred = predict(model, s.inputs[i : i + 1])[0, ..., 0]
     truth, inp = s.outputs[i, ..., 0], s.inputs[i, ..., 0]
@@ -206,7 +243,12 @@ def test_names(paths: Sequence[Path]) -> list[str]:
 
 @dataclass(frozen=True)
 class Options:
-    """What the command line says beside the config: the files, how to read them, the budget and the peer."""
+    """What the command line says beside the config: the files, how to read them, the time budget and the peer.
+
+    ``time``: seconds of training (``--time``), turned into steps by timing the model first; ``None``: the
+    config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start afresh in ``out``, whatever
+    checkpoint it holds (``--restart``).
+    """
 
     train: Path
     tests: tuple[Path, ...] = ()
@@ -218,25 +260,19 @@ class Options:
     layout: str | None = None
     boundary: str | None = None
     extent: str | None = None
-    budget: str | None = None
+    time: float | None = None
     baseline: str | None = None
     device: str = "cpu"
     threads: int | None = None
     progress: bool = True
     memory: Budget = field(default_factory=Budget)
+    restart: bool = False
     program: str = "python -m examples.operator"
 
 
 def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
     """The checked training samples and test sets (by name); without a test file, the training file's last tenth
-    is held out. A problem with the files is a :class:`~training.UserError` (one line)."""
-    try:
-        return _load_data(config, o)
-    except (DataError, LayoutError) as e:
-        raise UserError(str(e)) from None
-
-
-def _load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
+    is held out. A problem with the files is a :class:`~training.DataError` (one line)."""
     found = contents(o.train)
     key = pick_key(list(found), o.input_key, INPUT_KEYS, o.train, "input")
     dims = o.dims if o.dims is not None else infer_dims(found[key].shape)
@@ -271,15 +307,11 @@ def _load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]
     return train, tests
 
 
-def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> Report:
     """The whole program: read and check the data, fix the budget, train (or resume), report, plot, and train
     the peer if asked. Writes ``o.out/report.json``, ``o.out/checkpoint.pt`` and ``o.out/worst-NAME.png``;
-    returns the report."""
-    from training import RunDir, check_resume
-
-    from .model import SPEC
-    from .train import record, shape_of
-    from .train import train as train_model
+    returns the :class:`Report`."""
+    from training import RunDir, check_resume, fingerprint, planned_steps
 
     if o.baseline is not None:
         fno.check_available()
@@ -287,7 +319,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
     with RunDir(o.out, o.program):
         t0 = time.perf_counter()
         train_set, tests = load_data(config, o)
-        shape = shape_of(train_set)
+        shape = Shape.of(train_set)
         check_fit(config, train_set)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
         say(f"data: {len(train_set)} training samples on {'x'.join(map(str, train_set.grid))} ({train_set.where})")
@@ -296,47 +328,59 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> d
         for name, s in tests.items():
             say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
-        resumed = check_resume(o.out, record(config, shape), SPEC.meta(), o.memory)
-        if resumed is not None:
-            config = config.replace(steps=max(config.steps, int(resumed["config"]["steps"])))
-        elif o.budget is not None:
-            kind, amount = parse_budget(o.budget)
-            if kind == "steps":
-                config = config.replace(steps=int(amount))
-            else:
-                per = seconds_per_step(config, train_set, device, o.threads)
-                config = config.replace(steps=steps_for(amount, per))
-                say(f"budget {o.budget}: {per * 1e3:.0f} ms a step here, so {config.steps} steps")
+        seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
+        plan = None if o.time is None else f"{o.time:g}s"
+        planned = None if o.restart else planned_steps(o.out, plan)
+        if planned is not None:  # this --time, turned into steps when the run began
+            config = config.replace(steps=planned)
+        elif o.time is not None:
+            per = seconds_per_step(config, train_set, device, o.threads)
+            config = config.replace(steps=steps_for(o.time, per))
+            say(f"time {o.time:g}s: {per * 1e3:.0f} ms a step here, so {config.steps} steps")
+        check_resume(o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart)
         say(f"config: {config}")
         run = train_model(
-            config, train_set, tests, o.out, device, progress=o.progress, threads=o.threads, budget=o.memory
+            config,
+            train_set,
+            tests,
+            o.out,
+            device,
+            progress=o.progress,
+            threads=o.threads,
+            budget=o.memory,
+            data=seen,
+            restart=o.restart,
+            plan=plan,
         )
         model, errs = run.trained.model, run.task.errors()
         params = sum(p.numel() for p in model.parameters())
-        result: dict[str, Any] = {
-            "config": record(config, shape),
-            "torch": torch.__version__,
-            "parameters": params,
-            "train_seconds": run.trained.elapsed,
-            "steps": run.trained.step,
-            "resumed_from_step": run.trained.resumed_from,
-            "tests": report(errs, tests),
-            "history": run.trained.history,
-            "linear": linear_baseline(train_set, tests),
-        }
         for name, e in errs.items():
             plot_worst(model, tests[name], e, o.out / f"worst-{name}.png")
+        peer = None
         if o.baseline == "fno":
             recipe = fno.DARCY if len(train_set.axes) == 2 else fno.BURGERS  # its authors' 2D and 1D recipes
-            peer = fno.train_fno(config, train_set, tests, params, device, recipe)
-            result["fno"] = {
-                "recipe": recipe.__dict__,
-                "hidden": peer.hidden,
-                "parameters": peer.parameters,
-                "train_seconds": peer.seconds,
-                "curve": peer.curve,
-                "tests": report(peer.errors, tests),
-                "ratio": {name: float(errs[name].mean() / peer.errors[name].mean()) for name in errs},
-            }
-        (o.out / "report.json").write_text(json.dumps(result, indent=1))
+            trained = fno.train_fno(config, train_set, tests, params, device, recipe)
+            ratio = {name: float(errs[name].mean() / trained.errors[name].mean()) for name in errs}
+            peer = Peer(
+                recipe,
+                trained.hidden,
+                trained.parameters,
+                trained.seconds,
+                trained.curve,
+                report(trained.errors, tests),
+                ratio,
+            )
+        result = Report(
+            record(config, shape),
+            torch.__version__,
+            params,
+            run.trained.elapsed,
+            run.trained.step,
+            run.trained.resumed_from,
+            report(errs, tests),
+            run.trained.history,
+            linear_baseline(train_set, tests),
+            peer,
+        )
+        (o.out / "report.json").write_text(json.dumps(result.to_json(), indent=1))
     return result

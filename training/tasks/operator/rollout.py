@@ -22,14 +22,14 @@ import torch
 from torch import Tensor
 
 from applicative.tensors import unflatten
+from models.operator import OperatorModel
 from operators import symmetry
 from operators.dataset import Samples, samples
 from operators.layout import Axis
 from training.errors import InputError
 
 from .config import Config
-from .model import OperatorModel
-from .train import OperatorTask, losses
+from .task import OperatorTask, losses
 
 Step = Callable[[Tensor], Tensor]
 
@@ -123,7 +123,7 @@ class UnrolledTask(OperatorTask):
         c = self.config
         length = self.window + self.unroll
         seq = draw_sequences(self.trajectories, length, c.batch, c.augment, self.axes, self.sampler)
-        total = unrolled_loss(lambda x, y: losses(self.model, x, y), seq, self.window, self.unroll)
+        total = unrolled_loss(lambda x, y: losses(self.model, x, y, c.smooth), seq, self.window, self.unroll)
         self.optimise(total, clip=c.clip)
         return total
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from operators.layout import Axis
+from instances.axes import Axis, LayoutError
+from operators.dataset import Samples
+
+#: the most channels a recorded shape may declare (a checkpoint's record is checked against it before any model)
+MAX_CHANNELS = 1024
 
 
 @dataclass(frozen=True)
 class Shape:
-    """What a model is built for: the grid's axes and the channels in and out (plain data in a checkpoint)."""
+    """What a model is built for: the grid's axes and the channels in and out."""
 
     axes: tuple[Axis, ...]
     c_in: int
@@ -20,37 +25,30 @@ class Shape:
     def dims(self) -> int:
         return len(self.axes)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values (a checkpoint's config holds no nesting): ``data_c_in``, ``data_c_out``, and per axis
-        ``data_x_layout``, ``data_x_lo``, ``data_x_hi``, ``data_x_boundary`` (then ``data_y_...``)."""
-        out: dict[str, Any] = {"data_c_in": self.c_in, "data_c_out": self.c_out}
-        for name, a in zip("xy", self.axes, strict=False):
-            out |= {f"data_{name}_layout": a.layout, f"data_{name}_lo": a.lo, f"data_{name}_hi": a.hi}
-            out[f"data_{name}_boundary"] = a.bc
-        return out
+    @classmethod
+    def of(cls, s: Samples) -> Shape:
+        """The shape of samples ``s``."""
+        c_in, c_out = s.channels
+        return cls(s.axes, c_in, c_out)
+
+    def record(self) -> dict[str, Any]:
+        """The shape as a record (plain nested data, for a checkpoint):
+        ``{"axes": [Axis.record(), ...], "in_channels": C_in, "out_channels": C_out}``."""
+        return {"axes": [a.record() for a in self.axes], "in_channels": self.c_in, "out_channels": self.c_out}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Shape:
-        """The inverse of :meth:`to_dict` (a ``ValueError`` naming what is wrong: the caller names the file)."""
-        c_in, c_out = d.get("data_c_in"), d.get("data_c_out")
-        for name, c in (("data_c_in", c_in), ("data_c_out", c_out)):
-            if type(c) is not int or not 1 <= c <= 1024:
-                raise ValueError(f"{name}: an int in 1..1024, got {c!r}")
-        axes = []
-        for name in "xy":
-            if f"data_{name}_layout" not in d:
-                break
-            lo, hi = d.get(f"data_{name}_lo"), d.get(f"data_{name}_hi")
-            if not isinstance(lo, int | float) or not isinstance(hi, int | float):
-                raise ValueError(f"data_{name}_lo, data_{name}_hi: numbers, got {lo!r}, {hi!r}")
-            axes.append(Axis(d[f"data_{name}_layout"], float(lo), float(hi), d.get(f"data_{name}_boundary")))
-        if not axes:
-            raise ValueError("no axis recorded (data_x_layout)")
-        assert isinstance(c_in, int) and isinstance(c_out, int)
-        return cls(tuple(axes), c_in, c_out)
-
-    @staticmethod
-    def split(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A checkpoint's config -> (the config's fields, the data's shape fields)."""
-        data = {k: v for k, v in record.items() if k.startswith("data_")}
-        return {k: v for k, v in record.items() if k not in data}, data
+    def from_record(cls, record: object) -> Shape:
+        """The inverse of :meth:`record` (a ``ValueError`` naming what is wrong: the caller names the file)."""
+        if not isinstance(record, Mapping) or set(record) != {"axes", "in_channels", "out_channels"}:
+            raise ValueError(f"the data's shape is a record of axes, in_channels, out_channels, got {record!r:.80}")
+        for name in ("in_channels", "out_channels"):
+            c = record[name]
+            if type(c) is not int or not 1 <= c <= MAX_CHANNELS:
+                raise ValueError(f"{name}: an int in 1..{MAX_CHANNELS}, got {c!r:.40}")
+        axes = record["axes"]
+        if not isinstance(axes, list) or not 1 <= len(axes) <= 2:
+            raise ValueError(f"axes: a list of one or two axis records, got {axes!r:.80}")
+        try:
+            return cls(tuple(Axis.from_record(a) for a in axes), record["in_channels"], record["out_channels"])
+        except LayoutError as e:
+            raise ValueError(f"axes: {e}") from None

@@ -6,18 +6,16 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from training.config import (
-    MAX_BATCH,
     MAX_EXAMPLES,
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_MODES,
-    MAX_STEPS,
     MAX_WIDTH,
-    Checked,
-    at_least,
+    Optimiser,
     between,
     document_bounds,
+    optimiser_field,
 )
 
 Normalisation = Literal["softmax", "coefficient", "linear"]
@@ -28,8 +26,11 @@ Sequence = Literal["x", "xy"]
 
 
 @dataclass(frozen=True)
-class Config(Checked):
+class Config(Optimiser):
     """Everything that determines a training run (and so its checkpoint); validated on construction.
+
+    The optimiser's fields are :class:`training.config.Optimiser`'s (Adam on a one-cycle schedule, clipping), with
+    8000 steps of 64 samples at a peak ``lr`` of ``1e-2`` here; the model's, the data's and the loss's:
 
     Attributes:
         modes: Chebyshev terms per axis of the source and the predicted solution.
@@ -40,10 +41,6 @@ class Config(Checked):
             source's ``"coefficient"`` softmax, or ``"linear"`` (scaled scores, no normalisation).
         eps: layer-norm epsilon; a large value makes the norm nearly linear (the operator is linear).
         n_train, n_test: data set sizes (the OOD set has ``n_test`` samples).
-        steps, batch, lr, weight_decay, warmup: Adam with a one-cycle (warm-up + cosine) schedule.
-        clip: the largest gradient norm a step may take (``0`` turns clipping off).
-        eval_every: steps between held-out evaluations; checkpoint_every likewise for checkpoints.
-        seed: seeds the data, the initialisation and the batch order.
         dtype: ``"float32"`` or ``"float64"`` for the model.
         rank: terms of the exactly linear path ``Σ_r A_r f B_rᵀ`` beside the Transformer (``0``: none).
         out_modes: Chebyshev terms per axis of the predicted solution (``0``: ``modes``); the solution of
@@ -77,15 +74,9 @@ class Config(Checked):
     eps: float = field(default=100.0, metadata={"above": 0.0, "max": 1e6})
     n_train: int = between(2000, 1, MAX_EXAMPLES)
     n_test: int = between(200, 1, MAX_EXAMPLES)
-    steps: int = between(8000, 1, MAX_STEPS)
-    batch: int = between(64, 1, MAX_BATCH)
-    lr: float = field(default=1e-2, metadata={"above": 0.0})
-    weight_decay: float = between(0.0, 0.0, 10.0)
-    warmup: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
-    clip: float = between(1.0, 0.0, 1e6)
-    eval_every: int = between(250, 1, MAX_STEPS)
-    checkpoint_every: int = between(250, 1, MAX_STEPS)
-    seed: int = at_least(0, 0)
+    steps: int = optimiser_field("steps", 8000)
+    batch: int = optimiser_field("batch", 64)
+    lr: float = optimiser_field("lr", 1e-2)
     dtype: DType = "float32"
     rank: int = between(0, 0, MAX_MODES)
     out_modes: int = between(0, 0, MAX_MODES)

@@ -13,31 +13,26 @@ predicted solution ``g`` (``Δg = f``, ``g = 0`` on the boundary) on any grid::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from applicative import Field, LinearAttention, Normalise, Pairs, ScaledSoftmax, Structure
 from instances import Chebyshev, CoefficientSoftmax, Vector
+from instances.axes import X, Y
 from instances.chebyshev import coefficients, points, vandermonde
 from models.funcformer import Funcformer, FuncformerConfig, SeparableLinear, odd_part, unit_scaled
 from operators.poisson.norms import l2_norm_sq, pad
-from training import inputs, registry
+from operators.poisson.sources import DEGREE
+from training import Budget, InputError, inputs, registry
+from training.budget import layer_activations, size
 
 from .config import Config
-from .cost import cost
 
 CHECKPOINT = "checkpoint.pt"
-
-
-class X(Chebyshev):
-    """The first argument of the source and solution: the Transformer's sequence."""
-
-
-class Y(Chebyshev):
-    """The second argument: the Transformer's features."""
 
 
 def _normalise(config: Config, key_size: int) -> Normalise:
@@ -99,9 +94,11 @@ class PoissonModel(nn.Module):
         """``f`` ``(batch, m, m')`` cut or zero-padded to the model's ``modes x modes``, in its dtype.
 
         Raises:
-            InputError: ``f`` not a real tensor ``(batch, m, m')`` with every size at least 1.
+            InputError: ``f`` not a real tensor ``(batch, m, m')`` with every size at least 1, or not finite in
+                the model's dtype.
         """
         inputs.tensor("PoissonModel", "f", f, "(batch, m, m') of source coefficients", 3)
+        inputs.finite("PoissonModel", "f", f, self.dtype)
         return pad(f, self.config.modes).to(self.dtype)
 
     def operator(self, f: Tensor) -> Tensor:
@@ -141,6 +138,26 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> PoissonMode
     return model
 
 
+def activations(fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+    """Values one training sample keeps for the backward pass (an estimate): the Funcformer's layers over its
+    sequence (``x``: ``m`` positions, features ``m`` functions' coefficients; ``xy``: ``m²`` positions, one feature),
+    twice with ``odd`` (the sample and its negative)."""
+    c = Config(**fields)
+    m = c.domain_modes or c.modes
+    sequence, features = (m * m, 1) if c.sequence == "xy" else (m, m)
+    one = c.depth * layer_activations(1, sequence, c.width, c.hidden, c.heads) + 4 * sequence * features
+    return one * (2 if c.odd else 1)
+
+
+def data_bytes(fields: Mapping[str, Any]) -> int:
+    """The data a training run holds: the splits' sources and solutions (train, held-out and out-of-distribution),
+    and the solver's response matrix ``modes² x out_modes²`` with its unit sources at degree ``DEGREE`` (float64)."""
+    c = Config(**fields)
+    n, out = c.modes, c.out_modes or c.modes
+    examples = c.n_train + 2 * c.n_test
+    return 8 * examples * (n * n + out * out) + 8 * n * n * (n * n + out * out + 2 * DEGREE * DEGREE)
+
+
 #: the Poisson operator as :func:`training.load` knows it
 SPEC = registry.TaskSpec(
     "poisson",
@@ -150,7 +167,8 @@ SPEC = registry.TaskSpec(
     "examples.poisson",
     "a Poisson model",
     config=lambda fields: Config(**fields),
-    cost=lambda fields, state: cost(fields),
+    activations=activations,
+    data=data_bytes,
 )
 
 
@@ -166,13 +184,20 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
     if callable(source):
         t = points(n)
         xx, yy = torch.meshgrid(t, t, indexing="ij")
-        values = torch.as_tensor(source(xx, yy), dtype=torch.float64)
+        returned = source(xx, yy)
+        try:
+            values = torch.as_tensor(returned, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            raise InputError(
+                f"solve: the source returned {type(returned).__name__} {returned!r:.40}, not numbers; a source takes "
+                "tensors x, y and returns a tensor of real numbers f(x, y) of their broadcast shape"
+            ) from None
         if values.shape[-2:] != (n, n):
-            raise ValueError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
+            raise InputError(f"solve: the source returned shape {tuple(values.shape)} on an {n} x {n} grid")
         _check_finite(values, "the source's values at the Chebyshev points")
         return coefficients(coefficients(values, -1), -2)
     if x is None or y is None or source.shape[-2:] != (len(x), len(y)):
-        raise ValueError(
+        raise InputError(
             "solve: values of a source need their grid: solve(model, values, x, y, grid=(gx, gy)) with values "
             "of shape (..., len(gx), len(gy))"
         )
@@ -181,7 +206,7 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
         _check_points(axis, f"grid {name}")
         distinct = int(torch.unique(axis).numel())
         if distinct < n:
-            raise ValueError(
+            raise InputError(
                 f"solve: fitting {n} x {n} coefficients needs at least {n} distinct points per axis; grid {name} "
                 f"has {distinct} distinct of {len(axis)}: sample the source at more points"
             )
@@ -193,9 +218,22 @@ def source_coefficients(n: int, source: Source, x: Tensor | None = None, y: Tens
 def _check_finite(values: Tensor, what: str) -> None:
     bad = ~torch.isfinite(values)
     if bool(bad.any()):
-        raise ValueError(
+        raise InputError(
             f"solve: {what} hold {int(bad.sum())} NaN or infinite numbers of {values.numel()}; "
             "a source must be finite on [-1, 1]²"
+        )
+
+
+def _check_grid(px: int, py: int, budget: Budget | None, sources: int = 1) -> None:
+    """The solutions of ``sources`` on ``px x py`` points (float64; twice while formed) within ``budget``."""
+    if budget is not None and not isinstance(budget, Budget):
+        raise InputError(f"solve: budget must be a training.Budget (e.g. Budget.memory(16)), got {budget!r:.60}")
+    need, limit = 2 * 8 * px * py * sources, (budget or Budget()).max_bytes
+    if need > limit:
+        raise InputError(
+            f"solve: {sources} source(s) on a grid of {px:,} x {py:,} points take {size(need)}, past the memory "
+            f"budget of {size(limit)}; ask for fewer points (solve on pieces of the grid), or pass "
+            "budget=Budget.memory(GIB)"
         )
 
 
@@ -203,12 +241,12 @@ def _check_points(t: Tensor, what: str) -> None:
     """Points where a series is evaluated or fitted: a 1-D tensor of finite numbers in ``[-1, 1]``."""
     if not isinstance(t, Tensor) or t.ndim != 1 or t.numel() == 0:
         shape = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
-        raise ValueError(f"solve: {what} must be a non-empty 1-D tensor of points in [-1, 1], got {shape}")
+        raise InputError(f"solve: {what} must be a non-empty 1-D tensor of points in [-1, 1], got {shape}")
     if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"solve: {what} holds NaN or infinite points; give points in [-1, 1]")
+        raise InputError(f"solve: {what} holds NaN or infinite points; give points in [-1, 1]")
     lo, hi = float(t.min()), float(t.max())
     if lo < -1.0 - 1e-12 or hi > 1.0 + 1e-12:
-        raise ValueError(
+        raise InputError(
             f"solve: {what} spans [{lo:.6g}, {hi:.6g}], outside [-1, 1], the square the model solves on (a Chebyshev "
             f"series grows without bound outside it); map a domain [a, b] to it with 2 (t - a) / (b - a) - 1"
         )
@@ -222,6 +260,7 @@ def solve(
     y: Tensor,
     *,
     grid: tuple[Tensor, Tensor] | None = None,
+    budget: Budget | None = None,
 ) -> Tensor:
     """The predicted solution ``g`` on the grid ``x x y``: ``(..., len(x), len(y))``, float64.
 
@@ -230,15 +269,26 @@ def solve(
         source: a callable ``f(x, y)`` (broadcasting tensors), or values ``(..., px, py)`` on ``grid``.
         x, y: where to evaluate ``g``.
         grid: the points ``(x, y)`` of ``source``'s values (when ``source`` is a tensor).
+        budget: the memory the solution may take (default :class:`~training.Budget`: 8 GiB), checked from the grid's
+            size before anything is computed.
+
+    Raises:
+        InputError: a model, source, grid or point that cannot be answered (each named), or a grid past ``budget``.
     """
-    n = model.config.modes if isinstance(model, PoissonModel) else int(getattr(model, "modes", 0))
-    if n < 1:
-        raise ValueError("solve: the model must be a PoissonModel or have a `modes` attribute")
+    n = model.config.modes if isinstance(model, PoissonModel) else getattr(model, "modes", 0)
+    if isinstance(model, type) or not callable(model) or type(n) is not int or n < 1:
+        got = f"the class {model.__name__}" if isinstance(model, type) else f"a {type(model).__name__}"
+        raise InputError(
+            f"solve: the model must be a trained PoissonModel (training.tasks.poisson.load(run_dir)), or an operator "
+            f"with an int `modes` attribute, got {got}"
+        )
     _check_points(x, "x")
     _check_points(y, "y")
+    _check_grid(len(x), len(y), budget)
     gx, gy = grid if grid is not None else (None, None)
     c = source_coefficients(n, source, gx, gy)
     batch = c.shape[:-2]
+    _check_grid(len(x), len(y), budget, math.prod(batch))
     device = next(iter(model.parameters())).device if isinstance(model, nn.Module) else torch.device("cpu")
     g = model(c.reshape(-1, n, n).to(device)).double().cpu()
     g = g.reshape(*batch, *g.shape[-2:])

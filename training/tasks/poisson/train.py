@@ -10,21 +10,22 @@ A run extended past its first ``steps`` keeps the one-cycle schedule's final lea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from operators.poisson import norms, sources
-from training import SINGLE, Ranks, Trained, check_batch, fit_config
+from training import SINGLE, InputError, Ranks, Trained, check_batch, fit_config, inputs
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 from training.speed import autocast, check_amp, compiled
 
 from .config import Config
 from .model import SPEC, PoissonModel
 
-__all__ = ["PoissonTask", "build", "errors", "predict", "relative_sq", "train"]
+__all__ = ["PoissonTask", "build", "data_of", "errors", "predict", "relative_sq", "train"]
 
 
 def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
@@ -34,9 +35,23 @@ def relative_sq(pred: Tensor, target: Tensor) -> Tensor:
 
 @torch.no_grad()
 def predict(model: PoissonModel, f: Tensor, chunk: int = 256) -> Tensor:
-    """Predictions for many sources, in chunks, as float64 on the CPU."""
+    """Predictions for many sources, in chunks, as float64 on the CPU.
+
+    Raises:
+        InputError: ``model`` not a :class:`PoissonModel` (the class itself, ``None``), ``chunk`` not ``>= 1``.
+    """
+    if not isinstance(model, PoissonModel):
+        got = f"the class {model.__name__}" if isinstance(model, type) else f"a {type(model).__name__}"
+        raise InputError(f"predict: model must be a trained PoissonModel (training.tasks.poisson.load), got {got}")
+    inputs.count("predict", "chunk", chunk, 1)
     out = [model(f[i : i + chunk]).double().cpu() for i in range(0, len(f), chunk)]
     return torch.cat(out)
+
+
+def data_of(config: Config, splits: sources.Splits) -> dict[str, Any]:
+    """The training data's :func:`~training.fingerprint.fingerprint`, as the run's checkpoints record it."""
+    where = f"the Poisson sources of seed {config.seed}"
+    return fingerprint(where, sources=splits.train.f, solutions=splits.train.g)
 
 
 def errors(model: PoissonModel, d: sources.PoissonData, device: torch.device) -> Tensor:
@@ -69,10 +84,7 @@ class PoissonTask(Optimised):
         # under torchrun the gradients are averaged over the processes (each trains on its slice of the batch)
         net: nn.Module = self.model if ranks.world == 1 else DistributedDataParallel(self.model)
         self.net = compiled(net, compile)
-        self.optimiser = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
+        self.optimiser, self.schedule = config.adam(self.model.parameters())
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         dtype = getattr(torch, config.dtype)
         self.out, self.dtype = out, dtype
@@ -132,5 +144,6 @@ def train(
     """
     task = build(config, splits, torch.device(device), options.get("ranks", SINGLE), compile=compile, amp=amp)
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
+    options.setdefault("data", data_of(config, splits))
     run = fit_config(task, config, out, meta=SPEC.meta(), fix=fix, **options)
     return Trained.of(task.model, run)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from training.config import (
-    MAX_BATCH,
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
-    MAX_STEPS,
     MAX_WIDTH,
     Checked,
-    at_least,
     between,
     document_bounds,
+    optimiser_field,
 )
 
 from .data import DEPTH
@@ -53,9 +51,9 @@ class Config(Checked):
         eval_every: steps between held-out evaluations; checkpoint_every likewise for checkpoints.
     """
 
-    steps: int = between(600, 1, MAX_STEPS)
-    batch: int = between(64, 1, MAX_BATCH)
-    lr: float = field(default=1e-3, metadata={"above": 0.0})
+    steps: int = optimiser_field("steps", 600)
+    batch: int = optimiser_field("batch", 64)
+    lr: float = optimiser_field("lr", 1e-3)
     width: int = between(64, 1, MAX_WIDTH)
     hidden: int = between(128, 1, MAX_HIDDEN)
     heads: int = between(4, 1, MAX_HEADS)
@@ -67,9 +65,9 @@ class Config(Checked):
     test: int = between(2000, 1, MAX_EXPRESSIONS)
     deep: int = between(1000, 0, MAX_EXPRESSIONS)
     deepest: int = between(6, DEPTH + 1, MAX_NESTING)
-    seed: int = at_least(0, 0)
-    eval_every: int = between(200, 1, MAX_STEPS)
-    checkpoint_every: int = between(100, 1, MAX_STEPS)
+    seed: int = optimiser_field("seed", 0)
+    eval_every: int = optimiser_field("eval_every", 200)
+    checkpoint_every: int = optimiser_field("checkpoint_every", 100)
 
 
 document_bounds(Config)

@@ -43,12 +43,16 @@ Expr = int | tuple[str, list[Any]]
 
 #: the deepest nesting an expression given to a model may have (the deeper test split's bound)
 MAX_NESTING = 16
+#: the most operators and digits one expression given to a model may hold (Long Range Arena's are at most 2,000
+#: tokens long); past it, one expression's attention alone would hold the machine
+MAX_NODES = 1 << 14
 
 
 def check_expressions(exprs: object, where: str, name: str) -> list[Expr]:
     """``exprs`` if it is a non-empty list of expressions, each a digit ``0..9`` or ``(OP, [args])`` with ``OP`` one of
-    :data:`OPS` and at least one argument, nesting at most :data:`MAX_NESTING` levels; else an
-    :class:`~training.InputError` naming the first bad one (walked without recursion: any depth is answered)."""
+    :data:`OPS` and at least one argument, nesting at most :data:`MAX_NESTING` levels and holding at most
+    :data:`MAX_NODES` operators and digits; else an :class:`~training.InputError` naming the first bad one (walked
+    without recursion, and no further than the bounds: any depth or size is answered at once)."""
     if isinstance(exprs, str | bytes | tuple) or not isinstance(exprs, list):
         raise InputError(f"{where}: {name} must be a list of expressions, got {type(exprs).__name__}")
     if not exprs:
@@ -63,8 +67,12 @@ def check_expressions(exprs: object, where: str, name: str) -> list[Expr]:
 def _problem(e: object) -> str | None:
     """What makes ``e`` no expression, or ``None``."""
     stack: list[tuple[object, int]] = [(e, 0)]
+    nodes = 0
     while stack:
         node, level = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return f"holds more than {MAX_NODES:,} operators and digits; split it, or give smaller expressions"
         if isinstance(node, int) and not isinstance(node, bool):
             if not 0 <= node <= 9:
                 return f"holds the number {node}; the leaves are digits 0..9"
@@ -76,6 +84,8 @@ def _problem(e: object) -> str | None:
             return f"holds the operator {op!r:.20}; the operators are {', '.join(OPS)}"
         if not isinstance(args, list | tuple) or not args:
             return f"holds ({op!r}, {args!r:.30}); an operator takes a non-empty list of arguments"
+        if nodes + len(stack) + len(args) > MAX_NODES:
+            return f"holds more than {MAX_NODES:,} operators and digits; split it, or give smaller expressions"
         if level + 1 > MAX_NESTING:
             return f"nests more than {MAX_NESTING} levels of operators"
         stack.extend((a, level + 1) for a in args)

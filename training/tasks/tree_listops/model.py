@@ -42,10 +42,10 @@ from applicative import Field, Linear
 from instances import Expressions, NodeAlgebra, Tree, Vector
 from models import Readout, TreeFold, tree_features, treeformer
 from training import CheckpointError, ConfigError, inputs, registry
+from training.budget import layer_activations
 from training.checkpoint import run_path
 
 from .config import MODELS, Config, ModelKind
-from .cost import cost
 from .data import VOCAB, Expr, check_expressions, flat_batch, tree_batch
 from .nodes import DIGITS, NODE_OPS, fold_batch
 
@@ -208,6 +208,18 @@ def _config(fields: Mapping[str, Any]) -> Config:
     return Config(**rest)
 
 
+#: tokens in about the longest training expression (three nesting levels, brackets included)
+TOKENS = 160
+
+
+def activations(fields: Mapping[str, Any]) -> int:
+    """Values one training expression keeps for the backward pass (an estimate, on :data:`TOKENS` tokens): the
+    encoder's layers, or one layer's worth for the fold."""
+    c = _config(fields)
+    layers = 1 if fields.get("model") == "fold" else c.depth
+    return layers * layer_activations(1, TOKENS, c.width, c.hidden, c.heads)
+
+
 def _build(blob: dict[str, Any]) -> ListOpsModel:
     kind = blob["config"].get("model")
     if kind not in MODELS:
@@ -224,5 +236,5 @@ SPEC = registry.TaskSpec(
     "examples.tree_listops",
     "a ListOps model",
     config=_config,
-    cost=lambda fields, state: cost(fields),
+    activations=lambda fields, state: activations(fields),
 )

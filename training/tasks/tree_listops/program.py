@@ -39,8 +39,18 @@ def execute(
     # writable, ours, and each model's checkpoint (if resuming) written with this config -- before any work
     with RunDir(run.out, run.program) if ranks.main else contextlib.nullcontext():
         for name in models:
-            check_resume(run.out / name, train.checkpoint_config(config, name), SPEC.meta(), run.memory)
+            check_resume(
+                run.out / name,
+                train.checkpoint_config(config, name),
+                SPEC.meta(),
+                run.memory,
+                restart=run.restart,
+            )
         splits = data.splits(config.train, config.test, config.seed, config.deep, config.deepest)
+        for name in models:  # and on these data: before a model is built
+            config_of = train.checkpoint_config(config, name)
+            seen = train.data_of(config, splits)
+            check_resume(run.out / name, config_of, SPEC.meta(), run.memory, data=seen, restart=run.restart)
         test, deep = splits.test, splits.deep
         majority = float(torch.bincount(test.labels, minlength=10).max()) / len(test)
         say(f"config: {config}")

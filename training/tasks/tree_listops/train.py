@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from training import SINGLE, Ranks, Trained, check_batch, describe, fit_config
+from training.fingerprint import fingerprint
 from training.loop import FitOptions, Optimised
 
 from .config import Config, ModelKind
@@ -33,6 +34,7 @@ __all__ = [
     "accuracy_by_depth",
     "build",
     "checkpoint_config",
+    "data_of",
     "rate",
     "train",
 ]
@@ -110,6 +112,11 @@ def checkpoint_config(config: Config, kind: ModelKind) -> dict[str, Any]:
     return {**describe(config), "model": kind}
 
 
+def data_of(config: Config, splits: Splits) -> dict[str, Any]:
+    """The training expressions' :func:`~training.fingerprint.fingerprint` (their labels), as checkpoints record it."""
+    return fingerprint(f"the ListOps expressions of seed {config.seed}", labels=splits.train.labels)
+
+
 def build(config: Config, kind: ModelKind, splits: Splits, device: torch.device, ranks: Ranks = SINGLE) -> ListOpsTask:
     """A fresh, seeded training task."""
     return ListOpsTask(config, kind, splits, device, ranks)
@@ -129,5 +136,6 @@ def train(
     :class:`training.Interrupted` (a ``KeyboardInterrupt``).
     """
     task = build(config, kind, splits, torch.device(device), options.get("ranks", SINGLE))
+    options.setdefault("data", data_of(config, splits))
     run = fit_config(task, config, out, extra={"model": kind}, meta=SPEC.meta(), fix="try a smaller --lr", **options)
     return Trained.of(task.model, run)

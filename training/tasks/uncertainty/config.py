@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from training import at_least, between
+from training import between
 from training.config import (
-    MAX_BATCH,
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
-    MAX_STEPS,
     MAX_WIDTH,
     Checked,
     document_bounds,
+    optimiser_field,
 )
 
 
@@ -37,12 +36,12 @@ class Config(Checked):
     hidden: int = between(64, 1, MAX_HIDDEN)
     heads: int = between(2, 1, MAX_HEADS)
     depth: int = between(2, 1, MAX_LAYERS)
-    steps: int = between(2500, 1, MAX_STEPS)
-    batch: int = between(128, 1, MAX_BATCH)
-    lr: float = field(default=3e-3, metadata={"above": 0.0})
-    eval_every: int = between(500, 1, MAX_STEPS)
+    steps: int = optimiser_field("steps", 2500)
+    batch: int = optimiser_field("batch", 128)
+    lr: float = optimiser_field("lr", 3e-3)
+    eval_every: int = optimiser_field("eval_every", 500)
     points: int = between(8, 1, 1024)
-    seed: int = at_least(0, 0)
+    seed: int = optimiser_field("seed", 0)
 
 
 document_bounds(Config)

@@ -1,10 +1,10 @@
 """Training the operator model on checked samples: a :class:`~training.Task` for the shared loop.
 
-The loss is the batch mean of the squared relative L² error of the predicted series at the training samples,
-integrated by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's
-metric), plus ``smooth`` times the series' :func:`~training.tasks.operator.model.roughness` per unit mean square
-of the data. Evaluation reports the mean relative L² error (not squared) on each held-out set, at its own
-resolution. Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
+The loss is the batch mean of the squared relative L² error of the predicted series at the training samples, integrated
+by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's metric), plus ``smooth``
+times the series' :func:`~models.operator.roughness` per unit mean square of the data. Evaluation reports the mean
+relative L² error (not squared) on each held-out set, at its own resolution. Checkpoints, resumption, signals and
+divergence are the shared loop's (:func:`training.fit`).
 """
 
 from __future__ import annotations
@@ -12,32 +12,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Unpack
 
 import torch
 from torch import Tensor
 
+from models.operator import OperatorModel, roughness, sizes
 from operators import symmetry
 from operators.dataset import Samples
-from training import Trained, UserError, describe, fit
+from training import Trained, UserError, fit
 from training.loop import FitOptions, Optimised
 
 from .config import Config
-from .model import SPEC, OperatorModel, roughness
+from .model import SPEC, build, record
 from .shape import Shape
-
-
-def shape_of(s: Samples) -> Shape:
-    """The model's :class:`~training.tasks.operator.model.Shape` for samples ``s``."""
-    c_in, c_out = s.channels
-    return Shape(s.axes, c_in, c_out)
 
 
 def check_fit(config: Config, s: Samples) -> None:
     """A :class:`~training.UserError` when the samples cannot determine the configured model: fewer samples on an
     axis than the output series has coefficients, or a symmetry that does not map the grid onto itself."""
-    sizes = [config.modes + (2 if a.bc == "zero" else 0) + (1 - config.modes % 2 if a.periodic else 0) for a in s.axes]
-    for i, (p, m) in enumerate(zip(s.grid, sizes, strict=True)):
+    for i, (p, m) in enumerate(zip(s.grid, sizes(s.axes, config.modes), strict=True)):
         if p < m:
             raise UserError(
                 f"{s.where}: axis {'xy'[i]} has {p} samples, fewer than the {m} coefficients of the model's series "
@@ -58,21 +52,22 @@ def relative_sq(pred: Tensor, exact: Tensor, weights: Sequence[Tensor]) -> Tenso
     return num / den.clamp_min(torch.finfo(den.dtype).tiny)
 
 
-def objective(model: OperatorModel, x: Tensor, exact: Tensor) -> Tensor:
+def objective(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> Tensor:
     """The training loss on inputs ``x`` and outputs ``exact`` ``(batch, *grid, C)``: the batch mean of
-    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = config.smooth``)."""
-    return losses(model, x, exact)[0].mean()
+    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = smooth``)."""
+    return losses(model, x, exact, smooth)[0].mean()
 
 
-def losses(model: OperatorModel, x: Tensor, exact: Tensor) -> tuple[Tensor, Tensor]:
+def losses(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> tuple[Tensor, Tensor]:
     """:func:`objective` per sample ``(batch,)``, and the prediction at ``exact``'s grid ``(batch, *grid, C)``."""
     u = model(x)
     grid = exact.shape[1:-1]
-    weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.shape.axes, grid, strict=True)]
+    weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.axes, grid, strict=True)]
     pred = model.values(u, grid)
     loss = relative_sq(pred, exact, weights)
-    if model.config.smooth > 0:
-        loss = loss + model.config.smooth * roughness(u, model.shape.axes) / exact.pow(2).flatten(1).mean(-1)
+    if smooth > 0:
+        boundaries = [a.boundary for a in model.axes]
+        loss = loss + smooth * roughness(u, boundaries) / exact.pow(2).flatten(1).mean(-1)
     return loss, pred
 
 
@@ -92,7 +87,7 @@ def errors(model: OperatorModel, s: Samples, chunk: int = 256) -> Tensor:
 def build_model(config: Config, train: Samples) -> OperatorModel:
     """A seeded model for ``train``'s shape, its scales fitted on ``train``."""
     torch.manual_seed(config.seed)
-    model = OperatorModel(config, shape_of(train))
+    model = build(config, Shape.of(train))
     model.fit_scales(train.inputs, train.outputs)
     return model
 
@@ -105,12 +100,7 @@ class OperatorTask(Optimised):
     def __init__(self, config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device) -> None:
         self.config, self.device = config, device
         self.model = build_model(config, train).to(device)
-        self.optimiser = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay
-        )
-        self.schedule = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimiser, config.lr, total_steps=config.steps, pct_start=config.warmup
-        )
+        self.optimiser, self.schedule = config.adam(self.model.parameters())
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.axes, self.grid = train.axes, train.grid
         self.x = train.inputs.to(device)
@@ -124,7 +114,7 @@ class OperatorTask(Optimised):
             which = symmetry.draw(self.config.augment, len(idx), self.axes, self.grid, self.sampler)
             x = symmetry.move(x, which, self.config.augment, self.axes)
             u = symmetry.move(u, which, self.config.augment, self.axes)
-        loss = objective(self.model, x, u)
+        loss = objective(self.model, x, u, self.config.smooth)
         self.optimise(loss, clip=self.config.clip)
         return loss
 
@@ -144,11 +134,6 @@ class Run:
     task: OperatorTask
 
 
-def record(config: Config, shape: Shape) -> dict[str, Any]:
-    """What a checkpoint records of a run: the config's fields and the data's shape (``data_*`` fields)."""
-    return {**describe(config), **shape.to_dict()}
-
-
 def train(
     config: Config,
     train_set: Samples,
@@ -163,7 +148,7 @@ def train(
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
     progress = fit(
         task,
-        config=record(config, shape_of(train_set)),
+        config=record(config, Shape.of(train_set)),
         steps=config.steps,
         out=out,
         eval_every=config.eval_every,

@@ -1,0 +1,249 @@
+r"""The operator model: functions sampled on a grid in, functions of the domain out, evaluable anywhere.
+
+Built from the grid's axes (:class:`~instances.axes.Axis`: one or two, each with its layout, extent and boundary),
+the channels in and out, and its sizes:
+
+* **Structures.** Each axis's functions are a series on ``t ∈ [-1, 1]`` that its boundary chooses
+  (:meth:`~instances.axes.Boundary.series`): a :class:`~instances.Fourier` series on a periodic axis, a
+  :class:`~instances.Chebyshev` series on a bounded one. The domain is one of them (1D) or their product (2D).
+* **Reader** (:class:`~models.operator.GridReader`). The samples, wherever the layout put them, are read by
+  cross-attention from learned queries on the domain's series, one axis at a time; the samples' measure is the
+  layout's quadrature, so any resolution is read by the same weights.
+* **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
+  functions, and a Funcformer along each axis maps them (in 2D the two outputs summed).
+* **Output** (:class:`~models.operator.SeriesHead`). The ``channels`` functions are mixed into the output channels (a
+  constant function's bias, ``b T_0``); each axis's boundary imposes what it imposes (``"zero"``: the factor ``1 - t²``,
+  exactly in coefficient space, two more terms). The prediction is a function: :meth:`OperatorModel.at` evaluates it
+  anywhere.
+
+Inputs and outputs are standardised by buffers fitted on training samples (:meth:`OperatorModel.fit_scales`), which
+travel in the state dict with the weights (the output's in the head, :class:`~models.operator.SeriesHead`). Two
+options build in what a problem's physics says, for a preset to turn on: ``log_input`` (read ``log`` of positive
+inputs spanning scales, such as a conductivity) and ``homogeneous`` (``u(c a) = c^d u(a)`` for ``c > 0`` with degree
+``d``: the reader sees ``log a`` less its mean ``m`` over the domain, and the output is multiplied by ``e^{d m}``;
+Darcy flow: ``d = -1``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from applicative import InputError, Linear, ScaledSoftmax
+from instances import Vector
+from instances.axes import Axis
+
+from ..funcformer import FuncformerConfig
+from ._along import AlongAxes
+from ._head import SeriesHead
+from ._reader import GridReader, Reading
+from ._series import at_grid, at_points, domain_mean
+
+#: the grid reader's default sizes
+READING = Reading()
+
+
+class OperatorModel(nn.Module):
+    """Input samples ``(batch, *grid, in_channels)`` -> output series ``(batch, out_channels, *sizes)``.
+
+    ``grid`` may be any resolution of the axes' layouts. :meth:`values` evaluates the series on a grid of the same
+    layouts, :meth:`at` and :meth:`at_points` anywhere. The buffers ``in_shift``, ``in_scale`` ``(in_channels,)``
+    (and the head's ``out_shift``, ``out_scale``) standardise inputs and outputs (:meth:`fit_scales`). Its parts,
+    each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`, :attr:`head`.
+
+    Args:
+        axes: one :class:`~instances.axes.Axis` per grid axis (one or two).
+        in_channels, out_channels: the functions in and out.
+        modes: coefficients per axis of the network's series (:meth:`~instances.axes.Boundary.length`: a periodic
+            axis takes the odd number ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two.
+        width, hidden: the Funcformers' model channels and MLP width.
+        heads, depth: the Funcformers' attention heads (dividing ``width``) and encoder layers.
+        channels: the functions the reader hands each Funcformer per point of its sequence.
+        activation: the MLPs' nonlinearity.
+        window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
+        eps: layer-norm epsilon.
+        reading: the grid reader's sizes (:class:`~models.operator.Reading`).
+        log_input: read ``log`` of the inputs (all must be positive).
+        homogeneous: the degree ``d`` of ``u(c a) = c^d u(a)`` built in (``0``: off; needs ``log_input``).
+        dtype: the parameters' float type.
+
+    Raises:
+        InputError: an argument out of its range or two that contradict each other.
+    """
+
+    in_shift: Tensor
+    in_scale: Tensor
+
+    def __init__(
+        self,
+        axes: Sequence[Axis],
+        in_channels: int,
+        out_channels: int,
+        *,
+        modes: int = 20,
+        width: int = 40,
+        hidden: int = 120,
+        heads: int = 4,
+        depth: int = 3,
+        channels: int = 4,
+        activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
+        window: float = 40.0,
+        eps: float = 1e-5,
+        reading: Reading = READING,
+        log_input: bool = False,
+        homogeneous: float = 0.0,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
+        self.axes, self.in_channels, self.out_channels = tuple(axes), in_channels, out_channels
+        self.modes, self.channels, self.log_input, self.homogeneous = modes, channels, log_input, homogeneous
+        self.dtype = dtype
+        self.domain = tuple(a.boundary.series(modes, i == 0) for i, a in enumerate(self.axes))
+        self.reader = GridReader(self.axes, self.domain, in_channels, width, reading, eps=eps, dtype=dtype)
+        config = FuncformerConfig(
+            heads=heads,
+            depth=depth,
+            normalise=ScaledSoftmax(1.0 / math.sqrt(width // heads)),
+            eps=eps,
+            activation=activation,
+            window=window,
+        )
+        self.along = AlongAxes(self.domain, channels, width, hidden, config, dtype=dtype)
+        self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
+        boundaries = [a.boundary for a in self.axes]
+        self.head = SeriesHead(self.domain, boundaries, channels, out_channels, dtype=dtype)
+        self.register_buffer("in_shift", torch.zeros(in_channels, dtype=torch.float64))
+        self.register_buffer("in_scale", torch.ones(in_channels, dtype=torch.float64))
+
+    @property
+    def dims(self) -> int:
+        """The grid's dimensions (one or two axes)."""
+        return len(self.axes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Coefficients per axis of the output series."""
+        return tuple(a.boundary.coefficients(self.modes) for a in self.axes)
+
+    # ---- the data's transforms -------------------------------------------------------------------
+
+    def check(self, inputs: object, who: str = "OperatorModel") -> Tensor:
+        """``inputs`` as ``(batch, *grid, in_channels)`` (a grid of one channel may drop its channel axis), or an
+        :class:`~applicative.InputError` naming ``who`` and what is wrong: not a float tensor, another number of axes
+        or channels, an empty batch, an axis sampled too sparsely for its layout."""
+        if not isinstance(inputs, Tensor):
+            raise InputError(f"{who}: inputs must be a tensor (batch, *grid, channels), got {type(inputs).__name__}")
+        dims, c = self.dims, self.in_channels
+        x = inputs[..., None] if inputs.ndim == dims + 1 and c == 1 else inputs
+        if x.ndim != dims + 2 or x.shape[-1] != c:
+            want = f"(batch, {', '.join('xy'[:dims])}, {c})"
+            raise InputError(f"{who}: inputs of shape {tuple(inputs.shape)}, expected {want}")
+        if not x.dtype.is_floating_point:
+            raise InputError(f"{who}: inputs of dtype {x.dtype}, expected floats; convert with inputs.double()")
+        if x.shape[0] == 0:
+            raise InputError(f"{who}: an empty batch of inputs; pass at least one sample")
+        for i, a in enumerate(self.axes):
+            if x.shape[1 + i] < max(a.smallest(), 2):
+                p, kind = x.shape[1 + i], a.layout.name
+                raise InputError(f"{who}: axis {'xy'[i]} has {p} sample(s); the {kind} layout needs more")
+        return x
+
+    def read(self, inputs: Tensor) -> tuple[Tensor, Tensor | None]:
+        """What the reader sees of raw inputs ``(batch, *grid, in_channels)``: ``log`` with ``log_input``, less the
+        mean ``m`` over the domain with ``homogeneous``; returns ``(x, m)`` (``m`` ``(batch,)`` or ``None``)."""
+        x = inputs.double().log().to(self.dtype) if self.log_input else inputs.to(self.dtype)
+        if self.homogeneous == 0:
+            return x, None
+        m = domain_mean(x[..., 0], self.axes)
+        return x - m.reshape(-1, *([1] * (x.ndim - 1))), m
+
+    @torch.no_grad()
+    def fit_scales(self, inputs: Tensor, outputs: Tensor) -> None:
+        """Standardise from training samples: inputs to mean 0 and standard deviation 1 per channel (after ``log``
+        and centring), outputs by their root-mean-square per channel -- and by their mean too unless a boundary
+        vanishes (a shift would break it) or the model is ``homogeneous`` (a shift would break that)."""
+        x, m = self.read(inputs)
+        y = outputs.double()
+        if m is not None:
+            y = y * torch.exp(-self.homogeneous * m.double()).reshape(-1, *([1] * (y.ndim - 1)))
+        flat_x, flat_y = x.double().reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
+        self.in_shift.copy_(flat_x.mean(0))
+        self.in_scale.copy_(flat_x.std(0).clamp_min(1e-12))
+        fixed = any(a.boundary.vanishes for a in self.axes) or self.homogeneous != 0
+        mean = torch.zeros_like(self.head.out_shift) if fixed else flat_y.mean(0)
+        self.head.out_shift.copy_(mean)
+        self.head.out_scale.copy_((flat_y - mean).pow(2).mean(0).rsqrt().nan_to_num(1.0, 1.0, 1.0))
+
+    # ---- the network ------------------------------------------------------------------------------
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        """Raw inputs ``(batch, *grid, in_channels)`` (any resolution of the layouts) -> output coefficients
+        ``(batch, out_channels, *sizes)``."""
+        x, m = self.read(self.check(inputs))
+        x = (x - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype)
+        h = self.reader(x)
+        n, c, b = [s.size for s in self.domain], self.channels, x.shape[0]
+        f = self.collapse(h).tensor  # (b, |domain|, c)
+        v: Tensor = self.head(self.along(f.reshape(b, *n, c)))  # (b, C_out, *sizes)
+        if m is not None:
+            v = v * torch.exp(self.homogeneous * m).reshape(-1, *([1] * (v.ndim - 1)))
+        return v
+
+    # ---- the output as a function ----------------------------------------------------------------
+
+    def values(self, coefficients: Tensor, grid: Sequence[int]) -> Tensor:
+        """Output coefficients ``(batch, C_out, *sizes)`` at the samples of a grid of the model's layouts with
+        ``grid`` samples per axis: ``(batch, *grid, C_out)``."""
+        ts = [a.t(p, coefficients.dtype, coefficients.device) for a, p in zip(self.axes, grid, strict=True)]
+        return self.at(coefficients, ts)
+
+    def at(self, coefficients: Tensor, ts: Sequence[Tensor]) -> Tensor:
+        """Output coefficients at model coordinates ``ts`` (one 1-D tensor of ``t`` per axis: a tensor grid):
+        ``(batch, *(len(t) for t in ts), C_out)``."""
+        return at_grid(coefficients, [a.boundary for a in self.axes], ts)
+
+    def at_points(self, coefficients: Tensor, points: Tensor) -> Tensor:
+        """Output coefficients at scattered model coordinates ``points`` ``(M, dims)``: ``(batch, M, C_out)``."""
+        return at_points(coefficients, [a.boundary for a in self.axes], points)
+
+
+def _check(
+    axes: Sequence[Axis],
+    c_in: int,
+    c_out: int,
+    modes: int,
+    width: int,
+    heads: int,
+    channels: int,
+    window: float,
+    reading: Reading,
+    log_input: bool,
+    homogeneous: float,
+) -> None:
+    """The constructor's arguments, checked together (an :class:`~applicative.InputError` naming them)."""
+    if not 1 <= len(axes) <= 2 or not all(isinstance(a, Axis) for a in axes):
+        raise InputError(f"OperatorModel: axes must be one or two instances.axes.Axis, got {len(axes)!r} item(s)")
+    sizes = {"in_channels": c_in, "out_channels": c_out, "modes": modes, "width": width, "heads": heads}
+    sizes |= {"channels": channels, "reading.width": reading.width, "reading.heads": reading.heads}
+    for name, n in sizes.items():
+        if type(n) is not int or n < 1:
+            raise InputError(f"OperatorModel: {name} must be an int >= 1, got {n!r:.40}")
+    for name, (n, h) in {
+        "width, heads": (width, heads),
+        "reading.width, reading.heads": (reading.width, reading.heads),
+    }.items():
+        if n % h:
+            raise InputError(f"OperatorModel: {name} = {n}, {h}: the heads must divide the channels")
+    if (window > 0 or reading.window > 0) and modes < 3:
+        raise InputError(
+            f"OperatorModel: modes={modes} with a window ({window}, reading {reading.window}): a window on (t - s)² "
+            "needs series that hold t²; set modes >= 3, or both windows to 0"
+        )
+    if homogeneous != 0 and not log_input:
+        raise InputError(
+            f"OperatorModel: homogeneous={homogeneous} without log_input: u(c a) = c^d u(a) is built on log inputs"
+        )
