@@ -154,6 +154,49 @@ def test_every_built_in_task_is_estimated_from_its_model_on_the_meta_device() ->
         assert estimate.activation_bytes > 0, name
 
 
+def test_deep_models_are_counted_from_shallow_builds_exactly() -> None:
+    """Every built-in task's model, its layers past the shallow builds' (``depth`` 5, and ListOps' tree depth): the
+    estimate from three shallow builds is the count of the model built as asked."""
+    from operators.layout import Axis
+    from training.tasks.operator.model import record
+
+    shape = operator.Shape((Axis("periodic"),), 1, 1)
+    deep = {"depth": training.registry.SHALLOW + 2}
+    runs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        "poisson": ({**describe(poisson.PRESETS["tiny"]), **deep}, {}),
+        "darcy": ({**describe(darcy.PRESETS["tiny"]), **deep}, {}),
+        "lm": ({**describe(lm.PRESETS["tiny"]), **deep}, {"vocab": "abcde"}),
+        "tree_listops": ({**describe(tree_listops.PRESETS["tiny"]), "model": "tree-mean", **deep}, {}),
+        "operator": ({**record(operator.PRESETS["tiny"], shape), **deep}, {}),
+    }
+    for name, (fields, state) in runs.items():
+        spec = training.registry.spec_of(name)
+        assert spec.estimate(fields, state).parameters == _count(spec.build({"config": fields, "task": state})), name
+
+
+@pytest.mark.parametrize(
+    ("law", "shallow"),
+    [
+        (lambda f: 7 + 5 * f["depth"] + 3 * f["memory_depth"], True),  # identical layers in two stacks: extrapolated
+        (lambda f: 7 + 5 * f["depth"] ** 2 + 3 * f["memory_depth"], False),  # not a stack: counted as asked
+        (lambda f: 7 + f["depth"] * f["memory_depth"], False),  # stacks that interact: counted as asked
+    ],
+)
+def test_layered_counts_extrapolate_only_stacks_of_identical_layers(law: Any, shallow: bool) -> None:
+    from training.registry import _layered_count
+
+    seen: list[dict[str, Any]] = []
+
+    def count(f: Any) -> int:
+        seen.append(dict(f))
+        return int(law(f))
+
+    fields = {"depth": 40, "memory_depth": 9, "width": 3}
+    assert _layered_count(count, fields) == law(fields)
+    assert (fields in seen) is not shallow
+    assert all(f["depth"] <= training.registry.SHALLOW for f in seen[:-1])
+
+
 def test_the_estimates_grow_with_the_batch_and_the_data() -> None:
     """Activations scale with the batch, the data with the examples; the parameters with neither."""
     cost = poisson.SPEC.estimate

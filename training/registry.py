@@ -161,19 +161,65 @@ class TaskSpec(Generic[M]):
             ValueError: the model cannot be built on the meta device from these fields (and this state).
         """
         extra = dict(state) if state is not None else {}
-        try:
-            with torch.device("meta"):  # shapes only: no storage, however large
-                model = self.build({"config": dict(fields), "task": extra})
-        except UserError as e:  # fields that contradict each other (a budget's trial reset of one): not a model
-            raise ValueError(_first(e)) from None
-        except RuntimeError as e:  # a constructor that reads values (NotImplementedError on meta tensors too)
-            raise _Uncountable(f"{self.what} cannot be built on the meta device ({_first(e)})") from None
-        count = sum(p.numel() for p in model.parameters())
+        count = _layered_count(lambda f: self.count(f, extra), fields)
         dtype = fields.get("dtype", "float32")
         per_sample = 0 if self.activations is None else self.activations(fields, extra)
         batch = fields.get("batch", 1)
         data = 0 if self.data is None else self.data(fields)
         return Estimate.of(count, dtype if dtype in DTYPE_BYTES else "float32", batch * per_sample, data)
+
+    def count(self, fields: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+        """The parameters of the model of ``fields`` (and ``state``), built on the meta device (shapes only).
+
+        Raises:
+            ValueError: the fields contradict each other; :class:`_Uncountable` (a ``ValueError``): the model's
+                constructor reads values, so it cannot be built there.
+        """
+        try:
+            with torch.device("meta"):  # shapes only: no storage, however large
+                model = self.build({"config": dict(fields), "task": dict(state)})
+        except UserError as e:  # fields that contradict each other (a budget's trial reset of one): not a model
+            raise ValueError(_first(e)) from None
+        except RuntimeError as e:  # a constructor that reads values (NotImplementedError on meta tensors too)
+            raise _Uncountable(f"{self.what} cannot be built on the meta device ({_first(e)})") from None
+        return sum(p.numel() for p in model.parameters())
+
+
+#: a config field whose name ends so counts identical layers (``depth``, ``memory_depth``, ...)
+LAYERS = "depth"
+#: layer counts past which :func:`_layered_count` counts from three shallow builds instead of one deep one
+SHALLOW = 3
+
+
+def _layered_count(count: Callable[[Mapping[str, Any]], int], fields: Mapping[str, Any]) -> int:
+    """``count(fields)``, from shallow builds where the model is a stack of identical layers.
+
+    Building a model of hundreds of layers on the meta device takes seconds (each layer's modules are still
+    constructed), and a budget refusal builds several. Each integer field named ``*depth`` above :data:`SHALLOW` is
+    set to 1, 2 and 3 (the others at 1): where the count grows by the same ``s`` per layer in each, and the fields'
+    layers add up (all at 2 counts the sum of their steps), the count is ``c(1, ...) + Σ s_f (depth_f - 1)`` --
+    exact for a stack of identical layers. Anything else is counted by building ``fields`` as they are.
+    """
+    deep = [k for k, v in fields.items() if k.endswith(LAYERS) and type(v) is int and v > SHALLOW]
+    if not deep:
+        return count(fields)
+    base = {**fields, **dict.fromkeys(deep, 1)}
+    try:
+        c0 = count(base)
+        steps = {}
+        for k in deep:
+            c1, c2 = count({**base, k: 2}), count({**base, k: 3})
+            if c2 - c1 != c1 - c0:
+                return count(fields)
+            steps[k] = c1 - c0
+        if count({**base, **dict.fromkeys(deep, 2)}) != c0 + sum(steps.values()):
+            return count(fields)
+    except _Uncountable:
+        raise
+    except ValueError:  # a shallow model the config's other fields refuse: count the model as asked
+        return count(fields)
+    total: int = c0 + sum(s * (fields[k] - 1) for k, s in steps.items())
+    return total
 
 
 class _Uncountable(ValueError):
