@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.cli import Parser, bounded, run_cli
+from training.cli import Parser, bounded, run_cli, threads
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0
@@ -54,8 +54,12 @@ CASES = (
 )
 
 
+#: the programs' CPU threads (``--threads``)
+THREADS = {"n": 1}
+
+
 def _run(module: str, argv: tuple[str, ...], cwd: Path) -> tuple[float, int, str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS["n"]), "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", module, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
@@ -99,7 +103,9 @@ def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=bounded(1, 100), default=3, help="runs per case (the fastest kept)")
     parser.add_argument("--quick", action="store_true", help="the first two cases, once each")
+    parser.add_argument("--threads", type=threads, default=1, help="the programs' CPU threads (default 1)")
     args = parser.parse_args()
+    THREADS["n"] = args.threads
     cases, repeat = (CASES[:2], 1) if args.quick else (CASES, args.repeat)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min), {repeat} run(s) per case, the fastest kept")
     peers: dict[str, float] = {}
