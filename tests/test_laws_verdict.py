@@ -268,3 +268,19 @@ def test_mass_is_the_length_of_the_domain_for_any_batch(series: ModuleType) -> N
         got = kernels.mass(series.example, like)
         assert got.shape == like.shape[:-1]
         torch.testing.assert_close(got, torch.full(like.shape[:-1], 2 * math.pi, dtype=torch.float64))
+
+
+def test_the_command_line_called_from_a_process_that_ran_parallel_kernels_answers() -> None:
+    """``main()`` from a process whose OpenMP threads have run (a test session, a notebook): the forked child's
+    check runs parallel-sized kernels and must not wait for threads a fork does not copy (it hung, once)."""
+    code = (
+        "import sys, torch\n"
+        "torch.set_num_threads(2)\n"
+        "torch.randn(512, 4096).softmax(-1)\n"
+        "from applicative.laws.__main__ import main\n"
+        "sys.exit(main(['instances._product_arbitrary:ProductArbitrary', '--examples', '3']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 fail" in done.stdout

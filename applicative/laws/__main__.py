@@ -31,6 +31,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
+import torch
+
 from .._ring import REAL, Ring
 from .._structure import Structure
 from .._vector import Vector
@@ -137,6 +139,10 @@ def _in_child(args: argparse.Namespace) -> int:
     pid = os.fork()
     if pid == 0:  # the child: check, then send the verdict and the table up the pipe (the only way it says either)
         os.close(read)
+        # A forked child has none of its parent's OpenMP threads: a parallel region there would wait for them for
+        # ever (GNU libgomp is not fork-safe). One thread keeps torch's kernels out of OpenMP, as DataLoader's
+        # workers do.
+        torch.set_num_threads(1)
         code, error, table = 2, "", io.StringIO()
         try:
             with contextlib.redirect_stdout(table):
