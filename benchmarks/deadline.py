@@ -10,7 +10,7 @@ Its wall time is measured from starting the process to its exit -- the interpret
 data, training to the deadline, the report and the plots -- and compared with ``T``. The busy processes are stopped
 at the end. ``result:`` line: ``|wall - T| / T`` (target <= 0.05), beside the steps it took and the load.
 
-    python benchmarks/deadline.py --quick        # a 10 s budget, two busy processes
+    python benchmarks/deadline.py --quick        # a 30 s budget, the tiny preset, two busy processes
     python benchmarks/deadline.py                # a 2 min budget, two busy processes
 """
 
@@ -52,23 +52,25 @@ def measure(data: Path, out: Path, seconds: float, threads: int, preset: str) ->
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise UserError(f"the operator program failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    for line in done.stdout.splitlines():
+        print(f"  | {line[:160]}")
     report: dict[str, object] = json.loads((out / "report.json").read_text())
     return wall, report
 
 
 def main() -> int:
     p = Parser(prog="deadline", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a 10 s budget")
+    p.add_argument("--quick", action="store_true", help="a 30 s budget, 200 pairs, the tiny preset")
     p.add_argument("--time", default="2m", help="the budget (default 2m)")
     p.add_argument("--busy", type=bounded(0, 64), default=2, help="processes keeping a core busy (default 2)")
     p.add_argument("--threads", type=bounded(1, 64), default=1, help="the program's torch threads (default 1)")
     p.add_argument("--samples", type=bounded(16, 10**6), default=2000, help="pairs in the data set")
-    p.add_argument("--points", type=bounded(8, 256), default=16, help="grid points per axis")
+    p.add_argument("--points", type=bounded(8, 256), default=32, help="grid points per axis")
     p.add_argument("--preset", default="default", help="the program's --preset (default: default)")
     a = p.parse_args()
-    seconds = 10.0 if a.quick else parse_time(a.time)
+    seconds = 30.0 if a.quick else parse_time(a.time)
     if a.quick:
-        a.samples, a.preset = 200, "tiny"
+        a.samples, a.points, a.preset = 200, 16, "tiny"
     where = Path(tempfile.mkdtemp(prefix="deadline-"))
     busy: list[subprocess.Popen[bytes]] = []
     try:

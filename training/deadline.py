@@ -2,18 +2,22 @@ r"""A time budget as a deadline: a run's progress is its training time over the 
 
 A budget of ``T`` seconds fixes no step count. A :class:`Clock` reads the training time ``t`` spent so far, and
 
-* the run's **progress** is ``x = min(t / (T - r), 1)`` -- the fraction of the time for steps spent, ``r`` the
-  room kept for the final evaluation and checkpoint (below) -- which the one-cycle schedule follows
+* the run's **progress** is ``x = min(t / (T - r - a), 1)`` -- the fraction of the time for steps spent, ``r`` the
+  room kept for the final evaluation and checkpoint (below), ``a`` the :attr:`Clock.tail` kept for work after the
+  run (a program's report) -- which the one-cycle schedule follows
   (:meth:`training.OneCycle.follow`), so warm-up and annealing fit the time whatever the machine's load, where a
   step count measured at the start fits it only if the load stays put;
-* the run **stops** before the step that would not end in time: when ``t + s + r ≥ T``, ``s`` the median of the
-  last steps' durations and ``r`` the last measured evaluation and checkpoint (the final ones are kept room for).
+* the run **stops** before the step that would not end in time: when ``t + s + r + a ≥ T``, ``s`` the median of
+  the last steps' durations and ``r`` the last measured evaluation and checkpoint (the final ones are kept room
+  for).
 
 **What the clock counts.** From :meth:`Clock.start`: :func:`training.fit` starts a clock that has not started at
 its first step -- steps (with the batches they wait for and a loader's worker start-up), evaluations and
 checkpoints along the way, and the final evaluation and checkpoint it keeps room for. A program that starts the
-clock itself counts its setup too (reading and checking the files, building the model): ``python -m
-examples.operator --time 10m`` does, so that the command ends in its ten minutes. A peer trained after the run
+clock itself counts its setup too (reading and checking the files, building the model), and sets the tail for
+what follows the run: ``python -m examples.operator --time 10m`` starts its clock at the process's start
+(:func:`process_age`: the interpreter's imports count) and rehearses its report once, so that the command ends in
+its ten minutes. A peer trained after the run
 gets a clock of its own for the same budget (:meth:`Clock.fresh`).
 
 **Resuming.** A checkpoint records the clock (:meth:`Clock.state_dict`: the seconds spent and the last steps'
@@ -30,10 +34,12 @@ The time source is a parameter (``now``): tests drive a clock by a simulated one
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -60,6 +66,8 @@ class Clock:
         self.seconds, self.now = float(seconds), now
         self.spent = 0.0  # the last agreed reading
         self.reserve = 0.0  # the last evaluation and checkpoint, kept room for at the end
+        #: seconds kept at the end for work after the run (a program's report), set by whoever does it
+        self.tail = 0.0
         self.steps: deque[float] = deque(maxlen=RECENT_STEPS)
         self._origin: float | None = None
 
@@ -104,9 +112,9 @@ class Clock:
 
     @property
     def progress(self) -> float:
-        """The fraction of the time for steps spent, ``min(t / (T - r), 1)`` (at the last agreed reading; ``r`` the
-        room kept for the end)."""
-        room = self.seconds - self.reserve
+        """The fraction of the time for steps spent, ``min(t / (T - r - a), 1)`` (at the last agreed reading; ``r``
+        and ``a`` the room kept for the end and the :attr:`tail`)."""
+        room = self.seconds - self.reserve - self.tail
         return min(self.spent / room, 1.0) if room > 0 else 1.0
 
     @property
@@ -115,8 +123,9 @@ class Clock:
         return statistics.median(self.steps) if self.steps else 0.0
 
     def over(self) -> bool:
-        """Whether the next step, and the final evaluation and checkpoint after it, would end past the deadline."""
-        return self.spent + self.step_estimate + self.reserve >= self.seconds
+        """Whether the next step, the final evaluation and checkpoint after it and the :attr:`tail` would end past
+        the deadline."""
+        return self.spent + self.step_estimate + self.reserve + self.tail >= self.seconds
 
     @property
     def left(self) -> float:
@@ -137,6 +146,17 @@ class Clock:
         self.steps.extend(float(d) for d in state["steps"])
         self.reserve = float(state["reserve"])
         self.start(float(state["spent"]) + counted)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: from ``/proc``, to the kernel's tick; ``0`` where it cannot be
+    read): a clock started with it counts the interpreter's start and imports."""
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: the start, in ticks
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def agreed(ranks: Ranks, device: torch.device) -> Callable[[float], float]:

@@ -16,6 +16,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 from operators import layout
 from training import UserError, cli, options, run_cli
 from training.config import MAX_STEPS
+from training.deadline import process_age
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator.program import Options, execute, parse_time
 
@@ -92,6 +94,8 @@ def _options(a: argparse.Namespace) -> Options:
 
 def run(argv: list[str] | None) -> int:
     config, o = parse(argv)
+    if argv is None:  # the command itself: --time counts its start and imports
+        o = dataclasses.replace(o, started=process_age())
     r = execute(config, o)
     print(f"parameters: {r.parameters}; {r.steps} steps in {r.train_seconds:.1f}s")
     for name, e in r.tests.items():

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,13 +33,15 @@ from operators.layout import Axis, LayoutError, axes_of
 from training.budget import Budget
 from training.deadline import Clock
 from training.errors import InputError, UserError
+from training.threads import use_threads
 
 from . import fno
 from .config import Config
 from .linear import least_squares
 from .model import SPEC, record
 from .shape import Shape
-from .task import check_fit
+from .task import build_model, check_fit
+from .task import errors as sample_errors
 from .task import train as train_model
 
 
@@ -215,7 +219,8 @@ class Options:
     ``time``: the seconds the program may take (``--time``), counted from its start -- reading the data, training
     to the deadline (the config's ``steps`` a cap), the report -- and again for a ``baseline`` peer, on a clock of
     its own; ``None``: the config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start
-    afresh in ``out``, whatever checkpoint it holds (``--restart``).
+    afresh in ``out``, whatever checkpoint it holds (``--restart``). ``started``: the seconds the command had run
+    before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time`` counts.
     """
 
     train: Path
@@ -236,6 +241,7 @@ class Options:
     memory: Budget = field(default_factory=Budget)
     restart: bool = False
     program: str = "python -m examples.operator"
+    started: float = 0.0
 
 
 def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
@@ -288,7 +294,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
     clock = None if o.time is None else Clock(o.time)
     with RunDir(o.out, o.program):
         if clock is not None:
-            clock.start()  # the command ends in its time: reading the data counts
+            clock.start(o.started)  # the command ends in its time: its start and reading the data count
         t0 = time.perf_counter()
         train_set, tests = load_data(config, o)
         shape = Shape.of(train_set)
@@ -301,13 +307,18 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
         seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
-        check_resume(o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart, deadline=o.time)
+        resumed = check_resume(
+            o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart, deadline=o.time
+        )
         linear = linear_baseline(train_set, tests)
         say(f"config: {config}")
         if clock is not None:
+            clock.reserve, clock.tail = rehearse(config, train_set, tests, device, o.threads)
+            if resumed is None:
+                check_room(clock)
             say(
-                f"time {o.time:g}s: training stops before a step that would not end in it "
-                f"(at most {config.steps} steps)"
+                f"time {o.time:g}s: training stops before a step that would not end in it, {clock.reserve:.1f}s kept "
+                f"for the final evaluation and {clock.tail:.1f}s for the report (at most {config.steps} steps)"
             )
         run = train_model(
             config,
@@ -365,6 +376,42 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             result = dataclasses.replace(result, fno=peer)
             write_report(result, o.out)
     return result
+
+
+def check_room(clock: Clock) -> None:
+    """A :class:`~training.UserError` when a fresh run's ``clock`` has no time left to train: its start, reading
+    the data and the report's rehearsal (:func:`rehearse`) took the budget."""
+    clock.sync()
+    if clock.spent + clock.reserve + clock.tail >= clock.seconds:
+        raise UserError(
+            f"--time {clock.seconds:g}s: {clock.spent:.1f}s went before training could start (starting Python, "
+            f"reading the data) and {clock.reserve + clock.tail:.1f}s are needed for the evaluation and the report "
+            f"after it, under a load of {os.getloadavg()[0]:.1f}; give a longer --time"
+        )
+
+
+def rehearse(
+    config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device, threads: int | None
+) -> tuple[float, float]:
+    """The seconds of an evaluation (the errors on each test set) and of the report after training (those errors
+    and the plot of each set's worst sample), timed once on the untrained model (which imports the plotting library
+    as well): the room a deadline keeps for the final evaluation and for the report."""
+    before = torch.get_num_threads()
+    try:
+        with (
+            torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
+            tempfile.TemporaryDirectory() as d,
+        ):
+            model = build_model(config, train).to(device)
+            use_threads(threads, sum(p.numel() for p in model.parameters()))
+            t0 = time.perf_counter()
+            errs = {name: sample_errors(model, s) for name, s in tests.items()}
+            evaluation = time.perf_counter() - t0
+            for name, s in tests.items():
+                plot_worst(model, s, errs[name], Path(d) / f"{name}.png")
+            return evaluation, time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before)
 
 
 def write_report(result: Report, out: Path) -> None:
