@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import io
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +225,23 @@ def test_progress_lines_count_seconds() -> None:
 def test_a_budget_that_is_no_time_is_one_line(seconds: float) -> None:
     with pytest.raises(UserError, match=r"^a time budget must be a positive number of seconds, got"):
         Clock(seconds)
+
+
+def test_a_process_knows_its_age() -> None:
+    code = "import time; time.sleep(1.0); from training.deadline import process_age; print(process_age())"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    age = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout)
+    assert age >= 1.0 - 0.02  # the kernel's tick
+
+
+def test_a_fresh_run_with_no_time_left_is_one_line() -> None:
+    from training.tasks.operator.program import check_room
+
+    time = Time()
+    clock = Clock(60.0, time)
+    clock.start(50.0)  # a slow start
+    clock.reserve, clock.tail = 4.0, 8.0
+    with pytest.raises(UserError, match=r"^--time 60s: 50.0s went before training .* 12.0s are needed .*--time$"):
+        check_room(clock)
+    clock.tail = 1.0
+    check_room(clock)
