@@ -200,8 +200,8 @@ RECORD_DEPTH, RECORD_ITEMS, RECORD_CHARS = 4, 4096, 4096
 
 def record_problem(value: object) -> str | None:
     """What keeps ``value`` from being a record a checkpoint's config may hold, or ``None``: a plain value (number,
-    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most :data:`RECORD_DEPTH` deep,
-    :data:`RECORD_ITEMS` entries in all, strings at most :data:`RECORD_CHARS` long."""
+    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most ``RECORD_DEPTH`` deep,
+    ``RECORD_ITEMS`` entries in all, strings at most ``RECORD_CHARS`` long."""
     count = 0
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:

@@ -108,7 +108,7 @@ class OneCycle(LRScheduler):
         """Follow ``clock`` from now on: the progress ``x = max(p, s / (n - 1))``, ``p`` the clock's
         (:attr:`~training.deadline.Clock.progress`, the fraction of the time for steps spent), ``s`` the step and
         ``n`` the steps, now a cap; the warm-up the same fraction ``warmup`` of the run. The rates change from the
-        next :meth:`step` (a resumed run's are its checkpoint's; a fresh run's first, ``lr / 25``, is the same).
+        next ``step()`` (a resumed run's are its checkpoint's; a fresh run's first, ``lr / 25``, is the same).
         """
         self.clock = clock
 
