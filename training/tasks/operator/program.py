@@ -351,7 +351,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         write_report(result, o.out)
         if o.baseline == "fno":
             recipe = fno.DARCY if len(train_set.axes) == 2 else fno.BURGERS  # its authors' 2D and 1D recipes
-            say(f"FNO peer ({o.baseline}): training{'' if clock is None else f' for {o.time:g}s'}")
+            say(f"FNO peer: training{'' if clock is None else f' for {o.time:g}s, on a clock of its own'}")
             trained = fno.train_fno(
                 config,
                 train_set,
