@@ -21,6 +21,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+import training.loop
 from training import SINGLE, ConfigError, OneCycle, Optimised, UserError, fit, load_checkpoint
 from training.checkpoint import check_like
 from training.deadline import Clock, agreed
@@ -136,6 +137,21 @@ def test_fit_ends_by_its_deadline_whatever_the_load(budget: float, tmp_path: Pat
     assert task.rates[-1] < 0.01 * PEAK and clock.progress > 0.97  # the schedule reached its end
 
 
+def test_room_is_kept_for_the_evaluation_and_the_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    time = Time()
+    save = training.loop.save_checkpoint
+
+    def slow_save(*args: Any) -> None:
+        time.advance(20.0)  # a large model's checkpoint on a slow disk
+        save(*args)
+
+    monkeypatch.setattr(training.loop, "save_checkpoint", slow_save)
+    clock = Clock(600.0, time)
+    train(Simulated(time), clock, tmp_path)
+    assert clock.reserve == EVAL_SECONDS + 20.0 and 0.95 * 600 <= clock.spent <= 600
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["clock"]["spent"] == clock.spent - 20.0  # before its write
+
+
 def test_the_steps_are_a_cap() -> None:
     time = Time()
     task = Simulated(time, steps=40)
@@ -187,7 +203,7 @@ def test_the_stopping_rule_keeps_room_for_a_step_and_the_end() -> None:
         time.advance(d)
         clock.tick()
     assert clock.spent == 8.0 and clock.step_estimate == 1.0 and not clock.over()
-    clock.reserve = 1.0
+    clock.ends["evaluation"] = 1.0
     assert clock.over() and clock.left == 2.0 and clock.progress == pytest.approx(8.0 / 9.0)
     assert clock.fresh().spent == 0.0 and clock.fresh().seconds == 10.0 and not clock.fresh().started
     assert agreed(SINGLE, torch.device("cpu"))(3.5) == 3.5
@@ -240,7 +256,7 @@ def test_a_fresh_run_with_no_time_left_is_one_line() -> None:
     time = Time()
     clock = Clock(60.0, time)
     clock.start(50.0)  # a slow start
-    clock.reserve, clock.tail = 4.0, 8.0
+    clock.ends["evaluation"], clock.tail = 4.0, 8.0
     with pytest.raises(UserError, match=r"^--time 60s: 50.0s went before training .* 12.0s are needed .*--time$"):
         check_room(clock)
     clock.tail = 1.0

@@ -267,7 +267,7 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
 
 def _clock_problem(clock: object) -> str | None:
     """What keeps ``clock`` from being a :meth:`~.deadline.Clock.state_dict`, or ``None``."""
-    if not isinstance(clock, dict) or set(clock) != {"seconds", "spent", "steps", "reserve"}:
+    if not isinstance(clock, dict) or set(clock) != {"seconds", "spent", "steps", "ends"}:
         return f"is {clock!r:.80}, expected the budget, the seconds spent, the last steps' and the end's durations"
 
     def seconds(x: object) -> bool:
@@ -276,9 +276,12 @@ def _clock_problem(clock: object) -> str | None:
     durations = clock["steps"]
     if not (isinstance(durations, list) and all(seconds(d) for d in durations)):
         return f"has steps {durations!r:.80}, expected a list of durations (seconds >= 0)"
-    numbers = (clock["seconds"], clock["spent"], clock["reserve"])
+    ends = clock["ends"]
+    if not (isinstance(ends, dict) and all(isinstance(k, str) and seconds(v) for k, v in ends.items())):
+        return f"has ends {ends!r:.80}, expected the durations (seconds >= 0) of the work done at the end, by name"
+    numbers = (clock["seconds"], clock["spent"])
     if not all(seconds(x) for x in numbers) or not clock["seconds"] > 0:
-        return f"has budget, spent and reserve {numbers!r:.80}, expected seconds >= 0 (a budget > 0)"
+        return f"has budget and spent {numbers!r:.80}, expected seconds >= 0 (a budget > 0)"
     return None
 
 

@@ -65,7 +65,9 @@ class Clock:
             raise UserError(f"a time budget must be a positive number of seconds, got {seconds!r}")
         self.seconds, self.now = float(seconds), now
         self.spent = 0.0  # the last agreed reading
-        self.reserve = 0.0  # the last evaluation and checkpoint, kept room for at the end
+        #: the last duration of each kind of work the run does again at its end (``"evaluation"``,
+        #: ``"checkpoint"``), kept room for: :attr:`reserve`
+        self.ends: dict[str, float] = {}
         #: seconds kept at the end for work after the run (a program's report), set by whoever does it
         self.tail = 0.0
         self.steps: deque[float] = deque(maxlen=RECENT_STEPS)
@@ -91,15 +93,16 @@ class Clock:
             raise RuntimeError("Clock.read before Clock.start")
         return self.now() - self._origin
 
-    def tick(self, agree: Callable[[float], float] = float, *, ending: bool = False) -> float:
-        """Read the clock, agreed over the ranks, after a step (or, ``ending``, after an evaluation or a
-        checkpoint, whose duration becomes the room kept at the end); returns the agreed reading."""
+    def tick(self, agree: Callable[[float], float] = float, *, end: str | None = None) -> float:
+        """Read the clock, agreed over the ranks, after a step -- or after work the run does again at its end
+        (``end`` names it: ``"evaluation"``, ``"checkpoint"``), whose duration becomes the room kept for it
+        (:attr:`ends`); returns the agreed reading."""
         before = self.spent
         reading = self.sync(agree)
-        if ending:
-            self.reserve = reading - before
-        else:
+        if end is None:
             self.steps.append(reading - before)
+        else:
+            self.ends[end] = reading - before
         return reading
 
     def sync(self, agree: Callable[[float], float] = float) -> float:
@@ -109,6 +112,11 @@ class Clock:
         self._origin = self.now() - reading  # every rank counts from the agreed reading
         self.spent = reading
         return reading
+
+    @property
+    def reserve(self) -> float:
+        """The room kept for the run's end: the last duration of each kind of work it does there (:attr:`ends`)."""
+        return sum(self.ends.values())
 
     @property
     def progress(self) -> float:
@@ -135,7 +143,7 @@ class Clock:
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps of the clock (plain data): the budget, the seconds spent, the last steps'
         durations and the room kept for the end."""
-        return {"seconds": self.seconds, "spent": self.spent, "steps": list(self.steps), "reserve": self.reserve}
+        return {"seconds": self.seconds, "spent": self.spent, "steps": list(self.steps), "ends": dict(self.ends)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue a checkpoint's clock: its time spent, step durations and room for the end (the budget is
@@ -144,7 +152,7 @@ class Clock:
         counted = self.read() if self.started else 0.0
         self.steps.clear()
         self.steps.extend(float(d) for d in state["steps"])
-        self.reserve = float(state["reserve"])
+        self.ends = {str(k): float(v) for k, v in state["ends"].items()}
         self.start(float(state["spent"]) + counted)
 
 

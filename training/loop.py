@@ -267,11 +267,15 @@ def fit(
                         raise Diverged(_diverged(run, path, value, bad, fix))
                     if at_eval:
                         run.history.append({"step": run.step, "loss": value, **metrics})
-                    if deadline is not None:  # its duration: the room kept for the final ones
-                        deadline.tick(agree, ending=True)
+                    if deadline is not None:  # each one's time: the room kept for the final ones
+                        if at_eval:
+                            deadline.tick(agree, end="evaluation")
+                            run.elapsed = time.perf_counter() - start
+                        if at_save:
+                            save()
+                            deadline.tick(agree, end="checkpoint")
                         ended = ended or deadline.over()
-                        run.elapsed = time.perf_counter() - start
-                    if at_save:
+                    elif at_save:
                         save()
                 if deadline is None:
                     bar.update(1)

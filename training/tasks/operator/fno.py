@@ -307,7 +307,7 @@ def train_fno(
             if due and first is not None:
                 result.curve.append((step, result.seconds, float(task.errors(tests[first]).mean())))
                 if clock is not None:
-                    clock.tick(ending=True)
+                    clock.tick(end="evaluation")
             bar.update(1 if clock is None else min(int(clock.spent), math.ceil(clock.seconds)) - seen)
         result.steps = step
         result.errors = {name: task.errors(s) for name, s in tests.items()}

@@ -313,7 +313,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         linear = linear_baseline(train_set, tests)
         say(f"config: {config}")
         if clock is not None:
-            clock.reserve, clock.tail = rehearse(config, train_set, tests, device, o.threads)
+            clock.ends["evaluation"], clock.tail = rehearse(config, train_set, tests, device, o.threads)
             if resumed is None:
                 check_room(clock)
             say(
