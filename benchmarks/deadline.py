@@ -4,10 +4,11 @@ The benchmark writes a data set (the exact heat map ``u0 -> u(0.1)`` on the peri
 starts ``--busy`` processes that each keep a core busy (a Python loop), and runs the operator program on it as a
 user would, in its own process, with ``--time T``:
 
-    python -m examples.operator --train heat.npz --layout periodic --time T --threads N --no-progress
+    python -m examples.operator --train heat.npz --layout periodic --time T --threads N
 
 Its wall time is measured from starting the process to its exit -- the interpreter's start and imports, reading the
-data, training to the deadline, the report and the plots -- and compared with ``T``. The busy processes are stopped
+data, training to the deadline, the report and the plots -- and compared with ``T``; its output is shown with the
+seconds since its start, and the clock its last checkpoint holds. The busy processes are stopped
 at the end. ``result:`` line: ``|wall - T| / T`` (target <= 0.05), beside the steps it took and the load.
 
     python benchmarks/deadline.py --quick        # a 30 s budget, the tiny preset, two busy processes
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 from operators import heat
-from training import UserError
+from training import UserError, load_checkpoint
 from training.cli import Parser, bounded, run_cli
 from training.tasks.operator.program import parse_time
 
@@ -44,17 +45,21 @@ def measure(data: Path, out: Path, seconds: float, threads: int, preset: str) ->
     """The wall seconds of the operator program on ``data`` with ``--time seconds``, and its report."""
     argv = [sys.executable, "-m", "examples.operator", "--train", str(data), "--layout", "periodic"]
     argv += ["--input-key", "u0", "--output-key", "u"]
-    argv += ["--time", f"{seconds:g}s", "--threads", str(threads), "--preset", preset, "--no-progress"]
+    argv += ["--time", f"{seconds:g}s", "--threads", str(threads), "--preset", preset]
     argv += ["--out", str(out), "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
     t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:  # each line with the seconds since the start: where the time went
+        print(f"  {time.perf_counter() - t0:6.1f} s | {line.rstrip()[:150]}", flush=True)
+    code = process.wait()
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise UserError(f"the operator program failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    for line in done.stdout.splitlines():
-        print(f"  | {line[:160]}")
+    if code != 0:
+        raise UserError(f"the operator program failed (exit {code}); its output is above")
     report: dict[str, object] = json.loads((out / "report.json").read_text())
+    clock = load_checkpoint(out / "checkpoint.pt")["clock"]
+    print(f"  the clock at the last checkpoint: {clock['spent']:.2f} s spent, room for the end {clock['ends']}")
     return wall, report
 
 
