@@ -15,8 +15,9 @@ import training
 from examples.operator.__main__ import main
 from operators.dataset import samples
 from tests.operator_cases import Case, antiderivative, periodic_inverse, poisson
+from training.config import MAX_STEPS
 from training.tasks.operator import PRESETS, InputError, OperatorModel, predict, train
-from training.tasks.operator.program import parse_time, steps_for
+from training.tasks.operator.program import parse_time
 
 TINY = PRESETS["tiny"]
 
@@ -146,7 +147,6 @@ def test_predict_checks_its_arguments() -> None:
 
 def test_a_time_is_a_duration() -> None:
     assert parse_time("1.5h") == 5400.0 and parse_time("90s") == 90.0 and parse_time("10m") == 600.0
-    assert steps_for(60.0, 0.05) == 1200 and steps_for(1.0, 10.0) == 1  # the schedule holds at any length
     for bad in ("0s", "3000", "ten minutes", "-5m", "1e9"):
         with pytest.raises(training.UserError, match="--time"):
             parse_time(bad)
@@ -159,14 +159,22 @@ def test_the_old_budget_option_says_what_replaced_it(tmp_path: Path, capsys: pyt
     assert err.count("\n") == 0 and "--steps N" in err and "--time 10m" in err and "--memory GIB" in err
 
 
-def test_a_time_budget_sets_the_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_time_budget_is_a_deadline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--time``: the checkpoint keeps the clock of that budget, the steps are uncapped unless ``--steps`` caps
+    them, and a resume under another budget is refused in one line."""
     _write(tmp_path / "train.npz", antiderivative("nodes"), 16, 12, 0)
     out = tmp_path / "run"
-    args = ["--train", str(tmp_path / "train.npz"), "--preset", "tiny", "--config", "modes=6", "--time", "3s"]
-    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    args = ["--train", str(tmp_path / "train.npz"), "--preset", "tiny", "--config", "modes=6", "--no-progress"]
+    assert main([*args, "--time", "10s", "--out", str(out)]) == 0
     said = capsys.readouterr().out
+    saved = training.load_checkpoint(out / "checkpoint.pt")
     steps = json.loads((out / "report.json").read_text())["steps"]
-    assert f"so {steps} steps" in said and steps >= 10
+    assert saved["clock"]["seconds"] == 10.0 and saved["clock"]["spent"] > 0 and steps == saved["step"] >= 1
+    assert saved["config"]["steps"] == MAX_STEPS and "time 10s: training stops before a step" in said
+    assert main([*args, "--time", "11s", "--out", str(out)]) == 2
+    assert "a time budget of 10s, not 11s" in capsys.readouterr().err
+    assert main([*args, "--time", "60s", "--steps", "3", "--out", str(tmp_path / "capped")]) == 0
+    assert training.load_checkpoint(tmp_path / "capped" / "checkpoint.pt")["step"] == 3
 
 
 def test_the_fno_peer_trains_on_the_same_batches(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import torch
 
 from examples.poisson.__main__ import main
 from operators.poisson.solver import PoissonSolver
-from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint, planned_steps
+from training import ConfigError, Diverged, RunDir, UserError, load_checkpoint
 from training.config import CONVENTIONS
 from training.loop import Progress
 from training.tasks import poisson
@@ -419,14 +419,3 @@ def test_a_fifo_checkpoint_is_refused_not_waited_on(tmp_path: Path, capsys: pyte
     assert code == 2 and f"{out / CHECKPOINT}: is a FIFO (a named pipe), not a checkpoint file" in err, err
     with pytest.raises(UserError, match="is a FIFO"):
         poisson.load(out)
-
-
-def test_a_time_budget_stays_the_steps_it_was_measured_into(tmp_path: Path) -> None:
-    """``plan`` (the budget as given) is recorded, and :func:`training.planned_steps` gives back its steps for the
-    same budget only: a resumed ``--budget 90s`` is not measured again into another count of steps."""
-    cfg = TINY.replace(steps=5)
-    splits = data.splits(cfg.n_train, cfg.n_test, cfg.seed, cfg.modes, sources=cfg.sources)
-    train.train(cfg, splits, tmp_path, progress=False, stop_after=2, plan="90s")
-    assert planned_steps(tmp_path, "90s") == 5
-    assert planned_steps(tmp_path, "60s") is None and planned_steps(tmp_path, None) is None
-    assert planned_steps(tmp_path / "absent", "90s") is None

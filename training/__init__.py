@@ -50,7 +50,6 @@ from .loop import (
     check_resume,
     fit,
     fit_config,
-    planned_steps,
 )
 from .registry import TaskSpec, check_meta, load, register, task_names
 from .rundir import RunDir, RunDirError
@@ -99,7 +98,6 @@ __all__ = [
     "load",
     "load_checkpoint",
     "override",
-    "planned_steps",
     "register",
     "run_cli",
     "save_checkpoint",

@@ -200,8 +200,8 @@ RECORD_DEPTH, RECORD_ITEMS, RECORD_CHARS = 4, 4096, 4096
 
 def record_problem(value: object) -> str | None:
     """What keeps ``value`` from being a record a checkpoint's config may hold, or ``None``: a plain value (number,
-    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most :data:`RECORD_DEPTH` deep,
-    :data:`RECORD_ITEMS` entries in all, strings at most :data:`RECORD_CHARS` long."""
+    string, bool, ``None``), or lists and dicts (keys strings) of them nested at most ``RECORD_DEPTH`` deep,
+    ``RECORD_ITEMS`` entries in all, strings at most ``RECORD_CHARS`` long."""
     count = 0
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
@@ -252,14 +252,36 @@ def _structure_problem(blob: dict[str, Any]) -> str | None:
     data = blob.get("data", {})
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, _PLAIN) for k, v in data.items()):
         return "its data record is not a dict of plain values (the training data's fingerprint)"
-    if "plan" in blob and not isinstance(blob["plan"], str):
-        return f"its plan is {blob['plan']!r:.40}, expected the budget as given (a str)"
+    if "clock" in blob:
+        problem = _clock_problem(blob["clock"])
+        if problem is not None:
+            return f"its clock {problem}"
     history = blob.get("history", [])
     if not isinstance(history, list) or not all(
         isinstance(r, dict) and all(isinstance(k, str) and type(v) in (int, float) for k, v in r.items())
         for r in history
     ):
         return "its history is not a list of records (dicts of numbers)"
+    return None
+
+
+def _clock_problem(clock: object) -> str | None:
+    """What keeps ``clock`` from being a :meth:`~.deadline.Clock.state_dict`, or ``None``."""
+    if not isinstance(clock, dict) or set(clock) != {"seconds", "spent", "steps", "ends"}:
+        return f"is {clock!r:.80}, expected the budget, the seconds spent, the last steps' and the end's durations"
+
+    def seconds(x: object) -> bool:
+        return type(x) in (int, float) and 0 <= x < math.inf  # type: ignore[operator]
+
+    durations = clock["steps"]
+    if not (isinstance(durations, list) and all(seconds(d) for d in durations)):
+        return f"has steps {durations!r:.80}, expected a list of durations (seconds >= 0)"
+    ends = clock["ends"]
+    if not (isinstance(ends, dict) and all(isinstance(k, str) and seconds(v) for k, v in ends.items())):
+        return f"has ends {ends!r:.80}, expected the durations (seconds >= 0) of the work done at the end, by name"
+    numbers = (clock["seconds"], clock["spent"])
+    if not all(seconds(x) for x in numbers) or not clock["seconds"] > 0:
+        return f"has budget and spent {numbers!r:.80}, expected seconds >= 0 (a budget > 0)"
     return None
 
 

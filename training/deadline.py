@@ -2,22 +2,28 @@ r"""A time budget as a deadline: a run's progress is its training time over the 
 
 A budget of ``T`` seconds fixes no step count. A :class:`Clock` reads the training time ``t`` spent so far, and
 
-* the run's **progress** is ``x = min(t / T, 1)``, which a schedule follows (:class:`ClockSchedule`: the
-  learning rate a function of ``x``, e.g. the one-cycle policy's), so warm-up and annealing fit the time
-  whatever the machine's load -- where a step count measured at the start fits it only if the load stays put;
-* the run **stops** before the step that would not end in time: when ``t + s + r ≥ T``, ``s`` the median of the
-  last steps' durations and ``r`` the last measured evaluation and checkpoint (the final ones are kept room for).
+* the run's **progress** is ``x = min(t / (T - r - a), 1)`` -- the fraction of the time for steps spent, ``r`` the
+  room kept for the final evaluation and checkpoint (below), ``a`` the :attr:`Clock.tail` kept for work after the
+  run (a program's report) -- which the one-cycle schedule follows
+  (:meth:`training.OneCycle.follow`), so warm-up and annealing fit the time whatever the machine's load, where a
+  step count measured at the start fits it only if the load stays put;
+* the run **stops** before the step that would not end in time: when ``t + s + r + a ≥ T``, ``s`` the median of
+  the last steps' durations and ``r`` the last measured evaluation and checkpoint (the final ones are kept room
+  for).
 
-**What the clock counts.** Training time runs from the first step: steps (with the batches they wait for and a
-loader's worker start-up), evaluations and checkpoints along the way, and the final evaluation and checkpoint it
-keeps room for. One-time setup before the first step is not counted: reading the files' headers, the statistics
-pass, building the model; nor is what follows the run (its report, a peer trained after it, which gets a clock of
-its own for the same budget: :meth:`Clock.fresh`).
+**What the clock counts.** From :meth:`Clock.start`: :func:`training.fit` starts a clock that has not started at
+its first step -- steps (with the batches they wait for and a loader's worker start-up), evaluations and
+checkpoints along the way, and the final evaluation and checkpoint it keeps room for. A program that starts the
+clock itself counts its setup too (reading and checking the files, building the model), and sets the tail for
+what follows the run: ``python -m examples.operator --time 10m`` starts its clock at the process's start
+(:func:`process_age`: the interpreter's imports count) and rehearses its report once, so that the command ends in
+its ten minutes. A peer trained after the run
+gets a clock of its own for the same budget (:meth:`Clock.fresh`).
 
-**Resuming.** A checkpoint records the clock (:meth:`Clock.state_dict`: the training time spent, which is the
-loop's ``elapsed``, and the last steps' durations); a resumed run continues it (:meth:`Clock.load_state_dict`), so
-its progress, its schedule and its deadline continue. Because the steps depend on
-time, a resumed run is not bit-identical to an uninterrupted one, as no timed run is twice the same.
+**Resuming.** A checkpoint records the clock (:meth:`Clock.state_dict`: the seconds spent and the last steps'
+durations); a resumed run continues it (:meth:`Clock.load_state_dict`), so its progress, its schedule and its
+deadline continue. Because the steps depend on time, a resumed run is not bit-identical to an uninterrupted one,
+as no timed run is twice the same.
 
 **Several processes.** Every rank must take the same learning rate and stop at the same step, so a reading is
 agreed before it is used: the largest over the ranks (:func:`agreed`). Progress and the stopping rule read only
@@ -28,15 +34,16 @@ The time source is a parameter (``now``): tests drive a clock by a simulated one
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.optim.lr_scheduler import LRScheduler
 
 from .distributed import Ranks
 from .errors import UserError
@@ -58,13 +65,22 @@ class Clock:
             raise UserError(f"a time budget must be a positive number of seconds, got {seconds!r}")
         self.seconds, self.now = float(seconds), now
         self.spent = 0.0  # the last agreed reading
-        self.reserve = 0.0  # the last evaluation and checkpoint, kept room for at the end
+        #: the last duration of each kind of work the run does again at its end (``"evaluation"``,
+        #: ``"checkpoint"``), kept room for: :attr:`reserve`
+        self.ends: dict[str, float] = {}
+        #: seconds kept at the end for work after the run (a program's report), set by whoever does it
+        self.tail = 0.0
         self.steps: deque[float] = deque(maxlen=RECENT_STEPS)
         self._origin: float | None = None
 
     def fresh(self) -> Clock:
         """A clock for another run on the same budget (a peer's), not yet started."""
         return Clock(self.seconds, self.now)
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` has been called."""
+        return self._origin is not None
 
     def start(self, spent: float = 0.0) -> None:
         """Start counting, ``spent`` seconds already spent (a resumed run's ``elapsed``)."""
@@ -77,23 +93,37 @@ class Clock:
             raise RuntimeError("Clock.read before Clock.start")
         return self.now() - self._origin
 
-    def tick(self, agree: Callable[[float], float] = float, *, ending: bool = False) -> float:
-        """Read the clock, agreed over the ranks, after a step (or, ``ending``, after an evaluation or a
-        checkpoint, whose duration becomes the room kept at the end); returns the agreed reading."""
-        reading = agree(self.read())
-        if self._origin is not None:  # every rank counts from the agreed reading
-            self._origin = self.now() - reading
-        duration, self.spent = reading - self.spent, reading
-        if ending:
-            self.reserve = duration
+    def tick(self, agree: Callable[[float], float] = float, *, end: str | None = None) -> float:
+        """Read the clock, agreed over the ranks, after a step -- or after work the run does again at its end
+        (``end`` names it: ``"evaluation"``, ``"checkpoint"``), whose duration becomes the room kept for it
+        (:attr:`ends`); returns the agreed reading."""
+        before = self.spent
+        reading = self.sync(agree)
+        if end is None:
+            self.steps.append(reading - before)
         else:
-            self.steps.append(duration)
+            self.ends[end] = reading - before
+        return reading
+
+    def sync(self, agree: Callable[[float], float] = float) -> float:
+        """Read the clock, agreed over the ranks, counting what passed as neither a step nor the end (a
+        program's setup before the first step); returns the agreed reading."""
+        reading = agree(self.read())
+        self._origin = self.now() - reading  # every rank counts from the agreed reading
+        self.spent = reading
         return reading
 
     @property
+    def reserve(self) -> float:
+        """The room kept for the run's end: the last duration of each kind of work it does there (:attr:`ends`)."""
+        return sum(self.ends.values())
+
+    @property
     def progress(self) -> float:
-        """The fraction of the budget spent, ``min(t / T, 1)`` (at the last agreed reading)."""
-        return min(self.spent / self.seconds, 1.0)
+        """The fraction of the time for steps spent, ``min(t / (T - r - a), 1)`` (at the last agreed reading; ``r``
+        and ``a`` the room kept for the end and the :attr:`tail`)."""
+        room = self.seconds - self.reserve - self.tail
+        return min(self.spent / room, 1.0) if room > 0 else 1.0
 
     @property
     def step_estimate(self) -> float:
@@ -101,8 +131,9 @@ class Clock:
         return statistics.median(self.steps) if self.steps else 0.0
 
     def over(self) -> bool:
-        """Whether the next step, and the final evaluation and checkpoint after it, would end past the deadline."""
-        return self.spent + self.step_estimate + self.reserve >= self.seconds
+        """Whether the next step, the final evaluation and checkpoint after it and the :attr:`tail` would end past
+        the deadline."""
+        return self.spent + self.step_estimate + self.reserve + self.tail >= self.seconds
 
     @property
     def left(self) -> float:
@@ -112,15 +143,28 @@ class Clock:
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps of the clock (plain data): the budget, the seconds spent, the last steps'
         durations and the room kept for the end."""
-        return {"seconds": self.seconds, "spent": self.spent, "steps": list(self.steps), "reserve": self.reserve}
+        return {"seconds": self.seconds, "spent": self.spent, "steps": list(self.steps), "ends": dict(self.ends)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's clock: its time spent, step durations and room for the end (the budget is the
-        run's config, compared on resume: not restored here), counting from now."""
+        """Continue a checkpoint's clock: its time spent, step durations and room for the end (the budget is
+        compared on resume: not restored here), counting from now -- a clock already started adds what it has
+        counted (a program's setup) to the checkpoint's."""
+        counted = self.read() if self.started else 0.0
         self.steps.clear()
         self.steps.extend(float(d) for d in state["steps"])
-        self.reserve = float(state["reserve"])
-        self.start(float(state["spent"]))
+        self.ends = {str(k): float(v) for k, v in state["ends"].items()}
+        self.start(float(state["spent"]) + counted)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: from ``/proc``, to the kernel's tick; ``0`` where it cannot be
+    read): a clock started with it counts the interpreter's start and imports."""
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: the start, in ticks
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def agreed(ranks: Ranks, device: torch.device) -> Callable[[float], float]:
@@ -134,32 +178,3 @@ def agreed(ranks: Ranks, device: torch.device) -> Callable[[float], float]:
         return float(t.item())
 
     return largest
-
-
-class ClockSchedule(LRScheduler):
-    """Learning rates that follow a :class:`Clock`: each group's peak rate times ``rate(progress)``.
-
-    ``rate`` maps progress in ``[0, 1]`` to a multiplier (the one-cycle policy's, say). The schedule steps with the
-    optimiser, before the loop reads the clock, so a step's rate follows the progress at the last reading, one step
-    behind. The schedule's state is plain data (its step count and last rates); the progress is the clock's, which
-    a checkpoint restores (:meth:`Clock.load_state_dict`).
-    """
-
-    def __init__(self, optimiser: torch.optim.Optimizer, clock: Clock, rate: Callable[[float], float]) -> None:
-        self.clock, self.rate = clock, rate
-        super().__init__(optimiser)
-
-    def get_lr(self) -> list[float | torch.Tensor]:
-        """The peak rates times ``rate(progress)``."""
-        factor = self.rate(self.clock.progress)
-        return [base * factor for base in self.base_lrs]
-
-    def state_dict(self) -> dict[str, Any]:
-        """Tensors and plain data only: the step count, the peak and last rates (not the clock or ``rate``)."""
-        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs), "_last_lr": list(self._last_lr)}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.last_epoch = int(state_dict["last_epoch"])
-        self.base_lrs = [float(b) for b in state_dict["base_lrs"]]
-        self._last_lr = list(state_dict["_last_lr"])

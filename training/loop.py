@@ -5,11 +5,13 @@ and plain data); :func:`fit` runs it to ``steps``:
 
 * a progress bar with ETA; evaluation every ``eval_every`` steps into labelled history records;
 * an atomic checkpoint every ``checkpoint_every`` steps (:mod:`.checkpoint`), and at the end;
+* a time budget as a deadline (``deadline``, a :class:`~.deadline.Clock`): the run stops before a step that would
+  not end in time, a one-cycle schedule follows the time spent, and a checkpoint keeps the clock;
 * resume from ``out/checkpoint.pt``: bit-identical to an uninterrupted run; a changed config is refused
   naming each differing field, and so are other training data (the checkpoint records their
   :func:`~.fingerprint.fingerprint`) and another budget of steps for an unfinished run (its schedule would
   change): the steps asked are the run's, on a fresh run and a resume alike; ``steps`` larger than a finished
-  run's extend it; ``restart`` starts afresh whatever the directory holds;
+  run's extend it; so is another time budget; ``restart`` starts afresh whatever the directory holds;
 * SIGINT and SIGTERM finish the current step, write a checkpoint and raise :class:`Interrupted`;
 * a loss or metric that stops being finite raises :class:`Diverged`, which says truthfully which
   checkpoint (if any) is kept -- nothing non-finite is ever written.
@@ -45,12 +47,14 @@ from .checkpoint import (
     training_state,
 )
 from .config import ConfigError, describe, differences
+from .deadline import Clock, agreed
 from .denormals import flush_denormals
 from .distributed import SINGLE, Ranks
 from .errors import UserError
 from .fingerprint import data_problem
 from .progress import progress_bar
 from .registry import check_meta
+from .schedule import OneCycle
 from .signals import Interrupted, caught
 from .threads import use_threads
 
@@ -172,7 +176,7 @@ def fit(
     budget: Budget | None = None,
     data: Mapping[str, Any] | None = None,
     restart: bool = False,
-    plan: str | None = None,
+    deadline: Clock | None = None,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
@@ -188,16 +192,24 @@ def fit(
     restored after.
 
     ``data`` (a :func:`~.fingerprint.fingerprint` of the training data) is recorded, and a resume on other data
-    refused; ``plan`` (the budget as the user gave it: ``"90s"``) is recorded for :func:`planned_steps`;
-    ``restart`` ignores a checkpoint in ``out`` (the run's first checkpoint replaces it).
+    refused; ``restart`` ignores a checkpoint in ``out`` (the run's first checkpoint replaces it).
+
+    ``deadline`` makes the run's budget a time (:mod:`~.deadline`): ``steps`` is then a cap, the run stops before
+    a step that would not end (with the final evaluation and checkpoint) by the clock's deadline -- which ends it,
+    as reaching ``steps`` does -- the task's ``schedule``, when it is a :class:`~.schedule.OneCycle`, follows the
+    clock's progress (:meth:`~.schedule.OneCycle.follow`), and the progress bar counts seconds. A clock not yet
+    started starts at the first step; one already started (a program's setup counted) goes on. Each checkpoint
+    records the clock, a resume continues it, and a resume under another budget (or none) is refused.
     """
 
     path = None if out is None else out / CHECKPOINT
     if out is not None and ranks.main:
         out.mkdir(parents=True, exist_ok=True)
     run = Progress()
+    clock_state = None
+    seconds = None if deadline is None else deadline.seconds
     if path is not None and path.exists() and not restart:
-        _resume(task, run, path, dict(config), meta, budget, data)
+        clock_state = _resume(task, run, path, dict(config), meta, budget, data, seconds)
     blob_config = dict(config)
 
     def save() -> None:
@@ -207,8 +219,8 @@ def fit(
                 blob["meta"] = dict(meta)
             if data is not None:
                 blob["data"] = dict(data)
-            if plan is not None:
-                blob["plan"] = plan
+            if deadline is not None:
+                blob["clock"] = deadline.state_dict()
             blob |= {"task": task.state_dict(), "history": run.history, "elapsed": run.elapsed}
             save_checkpoint(path, blob, _kept(run, path))
             run.saved = run.step
@@ -217,18 +229,35 @@ def fit(
     before = torch.get_num_threads()
     chosen = use_threads(threads, _parameters(task))
     restore_denormals = flush_denormals()
-    bar = progress_bar(steps, run.step, progress and ranks.main, chosen)
-    start = time.perf_counter() - run.elapsed
     device = task.device
+    agree = agreed(ranks, device)
+    if deadline is not None:
+        _begin(deadline, clock_state, agree)
+        schedule = getattr(task, "schedule", None)
+        if isinstance(schedule, OneCycle):
+            schedule.follow(deadline)
+    shown = progress and ranks.main
+    bar = (
+        progress_bar(steps, run.step, shown, chosen)
+        if deadline is None
+        else progress_bar(math.ceil(deadline.seconds), int(deadline.spent), shown, chosen, unit="s")
+    )
+    start = time.perf_counter() - run.elapsed
     metrics: dict[str, float] = run.history[-1] if run.history else {}
+    ended = deadline is not None and deadline.over()
     with caught() as signals:
         try:
-            while run.step < target and not ranks.any(bool(signals), device):
+            while run.step < target and not ended and not ranks.any(bool(signals), device):
                 loss = _guarded(task.train_step, task, run, path, fix)
                 run.step += 1
                 run.elapsed = time.perf_counter() - start
-                at_eval = run.step % eval_every == 0 or run.step == steps
-                at_save = path is not None and (run.step % checkpoint_every == 0 or run.step == steps)
+                if deadline is not None:
+                    seen = int(deadline.spent)
+                    deadline.tick(agree)
+                    ended = deadline.over()
+                last = run.step == steps or ended
+                at_eval = run.step % eval_every == 0 or last
+                at_save = path is not None and (run.step % checkpoint_every == 0 or last)
                 if at_eval:
                     metrics = _guarded(task.evaluate, task, run, path, fix)
                 if at_eval or at_save:  # read the loss (a host sync) only where it is recorded or saved
@@ -238,11 +267,24 @@ def fit(
                         raise Diverged(_diverged(run, path, value, bad, fix))
                     if at_eval:
                         run.history.append({"step": run.step, "loss": value, **metrics})
-                    if at_save:
+                    if deadline is not None:  # each one's time: the room kept for the final ones
+                        if at_eval:
+                            deadline.tick(agree, end="evaluation")
+                            run.elapsed = time.perf_counter() - start
+                        if at_save:
+                            save()
+                            deadline.tick(agree, end="checkpoint")
+                        ended = ended or deadline.over()
+                    elif at_save:
                         save()
-                bar.update(1)
-                if run.step % 25 == 0 and metrics:
-                    bar.set_postfix({k: f"{v:.2e}" for k, v in metrics.items() if k != "step"}, refresh=False)
+                if deadline is None:
+                    bar.update(1)
+                else:
+                    bar.update(min(int(deadline.spent), math.ceil(deadline.seconds)) - seen)
+                if run.step % 25 == 0 and (metrics or deadline is not None):
+                    shown_metrics = {k: f"{v:.2e}" for k, v in metrics.items() if k != "step"}
+                    step = {} if deadline is None else {"step": str(run.step)}
+                    bar.set_postfix(step | shown_metrics, refresh=False)
                 if on_step is not None:
                     on_step(run)
         finally:
@@ -251,9 +293,18 @@ def fit(
             restore_denormals()
     if run.saved != run.step:
         save()
-    if signals or run.step < target:
+    if signals or (run.step < target and not ended):
         raise Interrupted(signals[0] if signals else signal.SIGTERM, run.step, path)
     return run
+
+
+def _begin(clock: Clock, state: dict[str, Any] | None, agree: Callable[[float], float]) -> None:
+    """Start ``clock`` for a run (or continue a checkpoint's ``state``), its reading agreed over the ranks."""
+    if state is not None:
+        clock.load_state_dict(state)
+    elif not clock.started:
+        clock.start()
+    clock.sync(agree)
 
 
 class Schedule(Protocol):
@@ -278,7 +329,7 @@ class FitOptions(TypedDict, total=False):
     budget: Budget | None
     data: Mapping[str, Any] | None
     restart: bool
-    plan: str | None
+    deadline: Clock | None
 
 
 def fit_config(
@@ -314,6 +365,7 @@ def check_resume(
     *,
     data: Mapping[str, Any] | None = None,
     restart: bool = False,
+    deadline: float | None = None,
 ) -> dict[str, Any] | None:
     """The checkpoint in ``out`` if there is one to resume, after checking it holds what ``meta`` says (a task's
     :meth:`~.registry.TaskSpec.meta`: the same rule, and the same words, as :func:`~.registry.load`,
@@ -321,7 +373,9 @@ def check_resume(
     :func:`~.fingerprint.fingerprint`), on the same data.
 
     ``config["steps"]`` is the run's budget: a run unfinished under another budget is refused (resuming it would
-    change its schedule), and so is a run already past it; a finished run may be extended. With ``restart``,
+    change its schedule), and so is a run already past it; a finished run may be extended. ``deadline`` is the
+    run's time budget in seconds (``None``: none): a run under another budget, or without one, is refused. With
+    ``restart``,
     nothing is read or checked (``None``: the run starts afresh). A file past ``budget`` (default
     :class:`~.budget.Budget`) is refused before it is read. Call it before expensive setup (data generation), so
     that a refused resume fails at once.
@@ -341,7 +395,9 @@ def check_resume(
             "pass the same values to resume, or another --out to start afresh"
         )
     again = "--restart to start afresh, or another --out"
-    problem = _budget_problem(blob["step"], blob["config"].get("steps"), config.get("steps"))
+    problem = _deadline_problem(blob.get("clock"), deadline) or _budget_problem(
+        blob["step"], blob["config"].get("steps"), config.get("steps")
+    )
     if problem is not None:
         raise ConfigError(f"{path}: {problem}, or {again}")
     recorded = blob.get("data")
@@ -366,18 +422,17 @@ def _budget_problem(reached: int, planned: object, asked: object) -> str | None:
     return None  # a finished run extended: its schedule keeps its final rate
 
 
-def planned_steps(out: Path, plan: str | None) -> int | None:
-    """The steps the run in ``out`` planned under the same ``plan`` (the budget as given: ``"90s"``), if its
-    checkpoint recorded one: a time budget measured into steps once stays those steps on every resume."""
-    path = out / CHECKPOINT
-    if plan is None or not path.is_file():
+def _deadline_problem(clock: object, asked: float | None) -> str | None:
+    """Why a run whose checkpoint holds ``clock`` (a :meth:`~.deadline.Clock.state_dict`, or ``None``) cannot go on
+    under a time budget of ``asked`` seconds (``None``: none), or ``None`` when it can."""
+    was = clock["seconds"] if isinstance(clock, dict) else None
+    if was == asked:
         return None
-    try:
-        blob = load_checkpoint(path, max_bytes=Budget().max_bytes)
-    except CheckpointError:
-        return None  # the resume itself says what is wrong with it
-    steps = blob.get("config", {}).get("steps")
-    return steps if blob.get("plan") == plan and type(steps) is int else None
+    if was is None:
+        return f"the run there trains by steps, not to a time budget; resume it without one ({asked:g}s asked)"
+    if asked is None:
+        return f"the run there trains to a time budget of {was:g}s; ask for it to resume the run"
+    return f"the run there trains to a time budget of {was:g}s, not {asked:g}s; ask for {was:g}s to resume it"
 
 
 def _parameters(task: Task) -> int:
@@ -401,8 +456,10 @@ def _resume(
     meta: Mapping[str, Any] | None,
     budget: Budget | None,
     data: Mapping[str, Any] | None,
-) -> None:
-    blob = check_resume(path.parent, config, meta, budget, data=data)
+    deadline: float | None,
+) -> dict[str, Any] | None:
+    """Load the checkpoint at ``path`` into ``task`` and ``run``; the clock it records (``None``: none)."""
+    blob = check_resume(path.parent, config, meta, budget, data=data, deadline=deadline)
     assert blob is not None
     fix = "delete it, or pass another --out to start afresh"
     if blob.get("job", job_of(task)) != job_of(task):
@@ -416,6 +473,8 @@ def _resume(
         raise CheckpointError(f"{path}: its task state does not fit this job ({first[:160]}); {fix}") from None
     run.step, run.history, run.elapsed = blob["step"], list(blob["history"]), float(blob["elapsed"])
     run.resumed_from = run.saved = run.step
+    clock: dict[str, Any] | None = blob.get("clock")
+    return clock
 
 
 R = TypeVar("R")

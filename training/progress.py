@@ -25,19 +25,26 @@ class Lines:
     """Progress as plain periodic lines, for a stderr that is a file or a pipe (no carriage returns).
 
     A line at the start, then every ``every`` steps (default: each 5% of the run) and at the end:
-    ``train: step 500/8000 (6%), 31 s, ETA 7.8 min, held_out_rel_l2=5.1e-03``.
+    ``train: step 500/8000 (6%), 31 s, ETA 7.8 min, held_out_rel_l2=5.1e-03``; counting seconds (``unit="s"``, a
+    run to a deadline), ``train: 60/1200 s (5%), ...``.
     """
 
-    def __init__(self, total: int, initial: int, threads: str, stream: Any = None, every: int | None = None) -> None:
+    def __init__(
+        self, total: int, initial: int, threads: str, stream: Any = None, every: int | None = None, unit: str = "step"
+    ) -> None:
         self.total, self.n, self.stream = total, initial, stream if stream is not None else sys.stderr
         self.every = every or max(1, total // 20)
+        self.unit = unit
         self.postfix: Mapping[str, object] = {}
         self.start, self.first = time.perf_counter(), initial
-        print(f"train: step {initial}/{total} on {threads}", file=self.stream, flush=True)
+        print(f"train: {self.count()} on {threads}", file=self.stream, flush=True)
+
+    def count(self) -> str:
+        return f"step {self.n}/{self.total}" if self.unit == "step" else f"{self.n}/{self.total} {self.unit}"
 
     def update(self, n: int = 1) -> None:
         self.n += n
-        if self.n % self.every == 0 or self.n == self.total:
+        if n > 0 and (self.n // self.every > (self.n - n) // self.every or self.n == self.total):
             self.line()
 
     def set_postfix(self, ordered_dict: Mapping[str, object], refresh: bool = True) -> None:
@@ -49,7 +56,7 @@ class Lines:
         eta = spent / done * (self.total - self.n) if done > 0 else math.nan
         metrics = "".join(f", {k}={v}" for k, v in self.postfix.items())
         print(
-            f"train: step {self.n}/{self.total} ({100 * self.n // max(self.total, 1)}%), {_duration(spent)}, "
+            f"train: {self.count()} ({100 * self.n // max(self.total, 1)}%), {_duration(spent)}, "
             f"ETA {_duration(eta)}{metrics}",
             file=self.stream,
             flush=True,
@@ -65,13 +72,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any = None) -> Bar:
-    """A tqdm bar on a terminal, :class:`Lines` on a file or pipe, nothing when ``show`` is false."""
+def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any = None, unit: str = "step") -> Bar:
+    """A tqdm bar on a terminal, :class:`Lines` on a file or pipe, nothing when ``show`` is false; counting
+    ``unit`` (``"step"``, or ``"s"``: seconds of a run to a deadline)."""
     from tqdm import tqdm  # a feature of the loop, not of the library
 
     stream = stream if stream is not None else sys.stderr
     if show and not (hasattr(stream, "isatty") and stream.isatty()):
-        return Lines(total, initial, threads, stream)
+        return Lines(total, initial, threads, stream, unit=unit)
     bar: Bar = tqdm(
         total=total,
         initial=initial,
@@ -79,5 +87,6 @@ def progress_bar(total: int, initial: int, show: bool, threads: str, stream: Any
         desc=f"train [{threads.split(' (')[0]}]",
         dynamic_ncols=True,
         file=stream,
+        unit="it" if unit == "step" else unit,
     )
     return bar

@@ -12,7 +12,8 @@ cosine (Smith & Topin's one-cycle policy, as :class:`torch.optim.lr_scheduler.On
 
 and Adam's first-moment decay (or SGD's momentum) moves the other way, ``0.95 -> 0.85 -> 0.95``
 (:func:`one_cycle_momentum`). Because the schedule reads only the progress, a run may be driven by its step
-count (:class:`OneCycle`, through :func:`step_progress`) or by elapsed time against a deadline (``x = t / T``).
+count (:class:`OneCycle`, through :func:`step_progress`) or by the time spent against a deadline
+(:meth:`OneCycle.follow`: ``x`` the :class:`~training.deadline.Clock`'s progress, the steps a cap).
 
 :func:`step_progress` maps step ``s`` of ``n`` to the progress at which ``OneCycleLR`` evaluates it (its peak
 at step ``w n - 1``), so the two agree wherever ``OneCycleLR`` is defined; it is defined for every ``n >= 1`` and
@@ -23,10 +24,13 @@ past the end (a finished run extended) keep the final rate.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.lr_scheduler import LRScheduler
+
+if TYPE_CHECKING:
+    from .deadline import Clock
 
 #: the peak rate over the starting one (``OneCycleLR``'s ``div_factor``)
 START_DIVISOR = 25.0
@@ -87,6 +91,8 @@ class OneCycle(LRScheduler):
     (the same rates and momenta where that one is defined), for any ``steps >= 1`` and ``warmup ∈ [0, 1]``.
 
     Its state (a checkpoint's) records ``steps``, so a finished run resumed with more steps keeps its final rate.
+    Following a clock (:meth:`follow`), the progress is the larger of the clock's and the steps' -- whichever
+    ends first ends the cycle.
     """
 
     def __init__(self, optimiser: torch.optim.Optimizer, lr: float, steps: int, warmup: float) -> None:
@@ -95,15 +101,33 @@ class OneCycle(LRScheduler):
         if not 0.0 <= warmup <= 1.0:
             raise ValueError(f"OneCycle: warmup must be a fraction in [0, 1], got {warmup!r}")
         self.peak, self.steps, self.warmup = float(lr), steps, float(warmup)
+        self.clock: Clock | None = None
         super().__init__(optimiser)
+
+    def follow(self, clock: Clock) -> None:
+        """Follow ``clock`` from now on: the progress ``x = max(p, s / (n - 1))``, ``p`` the clock's
+        (:attr:`~training.deadline.Clock.progress`, the fraction of the time for steps spent), ``s`` the step and
+        ``n`` the steps, now a cap; the warm-up the same fraction ``warmup`` of the run. The rates change from the
+        next ``step()`` (a resumed run's are its checkpoint's; a fresh run's first, ``lr / 25``, is the same).
+        """
+        self.clock = clock
 
     def get_lr(self) -> list[float | torch.Tensor]:
         """The rate of each parameter group at the current step (and its momentum set, as ``OneCycleLR`` does)."""
-        progress, warmup = step_progress(self.last_epoch, self.steps, self.warmup)
+        if self.clock is None:
+            progress, warmup = step_progress(self.last_epoch, self.steps, self.warmup)
+        else:
+            steps = self.last_epoch / (self.steps - 1) if self.steps > 1 else 1.0
+            progress, warmup = max(self.clock.progress, steps), self.warmup
         momentum = one_cycle_momentum(progress, warmup)
         for group in self.optimizer.param_groups:
             _set_momentum(group, momentum)
         return [self.peak * one_cycle(progress, warmup) for _ in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data: the step reached, the rates and the run's shape (not the clock, which a checkpoint keeps
+        apart: :meth:`~training.deadline.Clock.state_dict`)."""
+        return {k: v for k, v in super().state_dict().items() if k != "clock"}
 
 
 def _set_momentum(group: dict[str, Any], momentum: float) -> None:

@@ -36,11 +36,11 @@ MAX_VALUES = 1 << 22
 
 
 class SizeError(StructureError):
-    """A value the law checker was asked to draw is larger than :data:`MAX_VALUES`: check a smaller instance."""
+    """A value the law checker was asked to draw is larger than ``MAX_VALUES``: check a smaller instance."""
 
 
 def check_size(shape: tuple[int, ...]) -> None:
-    """Refuse a value of ``shape`` past :data:`MAX_VALUES` (a :class:`SizeError`) before anything is drawn."""
+    """Refuse a value of ``shape`` past ``MAX_VALUES`` (a :class:`SizeError`) before anything is drawn."""
     n = math.prod(shape)
     if n > MAX_VALUES:
         raise SizeError(

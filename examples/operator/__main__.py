@@ -16,12 +16,15 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from operators import layout
 from training import UserError, cli, options, run_cli
+from training.config import MAX_STEPS
+from training.deadline import process_age
 from training.tasks.operator import PRESETS, Config
 from training.tasks.operator.program import Options, execute, parse_time
 
@@ -47,12 +50,17 @@ def parse(argv: list[str] | None) -> tuple[Config, Options]:
         help="what the model assumes at the ends: free, zero or periodic (x,y)",
     )
     p.add_argument("--extent", type=_per_axis("--extent"), help="each axis's extent LO:HI (default 0:1)")
-    p.add_argument("--time", help="train for this long: a duration (90s, 10m, 1.5h), timed on the data first")
+    p.add_argument(
+        "--time",
+        help="a deadline: the command ends within this duration (90s, 10m, 1.5h; --steps N: at most N steps)",
+    )
     p.add_argument("--budget", help=argparse.SUPPRESS)  # split into --steps and --time: said so in one line
     p.add_argument("--baseline", choices=("fno",), help="also train neuraloperator's FNO on the same data")
     config, a = options.config_of(p, argv, Config)
     if a.budget is not None:
         raise UserError(f"--budget {a.budget}: a step count is --steps N, a time --time 10m (memory: --memory GIB)")
+    if a.time is not None and a.steps is None and not any(i.partition("=")[0].strip() == "steps" for i in a.config):
+        config = config.replace(steps=MAX_STEPS)  # the deadline ends the run, not the preset's steps
     return config, _options(a)
 
 
@@ -86,6 +94,8 @@ def _options(a: argparse.Namespace) -> Options:
 
 def run(argv: list[str] | None) -> int:
     config, o = parse(argv)
+    if argv is None:  # the command itself: --time counts its start and imports
+        o = dataclasses.replace(o, started=process_age())
     r = execute(config, o)
     print(f"parameters: {r.parameters}; {r.steps} steps in {r.train_seconds:.1f}s")
     for name, e in r.tests.items():

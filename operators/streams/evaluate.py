@@ -41,7 +41,7 @@ class Evaluation:
         self.batches = loader(stream, self.sampler, rows, memory=memory, workers=workers, pin_memory=pin_memory)
 
     def positions(self) -> np.ndarray:
-        """The stream's positions this rank evaluates, in the order of :meth:`__call__`'s values."""
+        """The stream's positions this rank evaluates, in the order of the values a call returns."""
         return np.fromiter((i for b in self.sampler for i in b), dtype=np.int64)
 
     @torch.no_grad()

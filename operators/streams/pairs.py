@@ -120,7 +120,7 @@ class PairStream(Dataset[tuple[Tensor, Tensor]]):
 
 
 def batch(pairs: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-    """A :class:`~torch.utils.data.DataLoader`'s ``collate_fn`` for :meth:`PairStream.__getitems__`: the batch as
+    """A :class:`~torch.utils.data.DataLoader`'s ``collate_fn`` for ``PairStream.__getitems__``: the batch as
     read."""
     return pairs
 

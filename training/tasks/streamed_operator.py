@@ -51,7 +51,8 @@ def task(
     summary: Summary | None = None,
 ) -> StreamTask:
     """A seeded :class:`~training.streamed.StreamTask` of ``config``'s model on ``stream`` (Adam on a one-cycle
-    schedule of ``config.steps``, the operator task's loss)."""
+    schedule of ``config.steps``, :meth:`~training.config.Optimiser.adam`, which follows a deadline given to
+    :func:`training.fit`; the operator task's loss)."""
     torch.manual_seed(config.seed)
     model = build(config, Shape(stream.axes, *stream.channels))
     fit_scales(model, summary if summary is not None else summarise(stream, memory=memory))
@@ -67,8 +68,7 @@ def task(
         return (per + smooth).mean()
 
     batches = Batches(stream, config.batch, config.seed + 1, device=device, memory=memory, ranks=ranks, workers=workers)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, config.beta2))
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=config.steps, pct_start=0.1)
+    optimiser, schedule = config.adam(model.parameters())
     return StreamTask(model, loss, batches, optimiser, schedule, seed=config.seed, clip=config.clip)
 
 

@@ -18,12 +18,17 @@ evaluated on every test set at its own resolution (zero-shot off the training gr
 :class:`UnrolledFNOTask` trains it on a loss unrolled through its own predictions, as the FNO paper trains FNO-2D
 and as :class:`~training.tasks.operator.rollout.UnrolledTask` trains the operator model.
 
+On a time budget (:func:`train_fno` given a :class:`~training.deadline.Clock`), the peer trains to the deadline as
+the operator model does: the rate halved as the clock's progress passes each fifth, the held-out curve taken as it
+passes each eighth, and the run stopped before a step that would not end in time.
+
 Needs the ``bench`` extra (``pip install -e ".[bench]"``); without it :func:`check_available` says so in one line.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +40,11 @@ from torch import Tensor, nn
 from operators import symmetry
 from operators.dataset import Samples
 from operators.layout import Axis
+from training.deadline import Clock
+from training.denormals import flush_denormals
 from training.errors import UserError
+from training.progress import progress_bar
+from training.threads import use_threads
 
 from .config import Config
 from .rollout import draw_sequences, unrollable, unrolled_loss, windows
@@ -149,6 +158,7 @@ class FNOTask:
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.weights = [a.weights(p, torch.float32, device) for a, p in zip(train.axes, train.grid, strict=True)]
         self.step = 0
+        self.clock: Clock | None = None  # halvings by its progress, where given
 
     @property
     def parameters(self) -> int:
@@ -168,14 +178,18 @@ class FNOTask:
         return loss
 
     def optimise(self, loss: Tensor) -> None:
-        """One step of the recipe's optimiser on ``loss``, the rate halved on its schedule."""
+        """One step of the recipe's optimiser on ``loss``, the rate halved on its schedule: every ``steps /
+        halvings`` steps, or, following a :attr:`clock`, each time its progress passes another ``1 / halvings``."""
         self.optimiser.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         self.optimiser.step()
         self.step += 1
-        if self.step % self.every == 0:
-            for group in self.optimiser.param_groups:
-                group["lr"] *= 0.5
+        if self.clock is None:
+            halved = self.step // self.every
+        else:
+            halved = min(int(self.clock.progress * self.recipe.halvings), self.recipe.halvings)
+        for group in self.optimiser.param_groups:
+            group["lr"] = self.recipe.lr * 0.5**halved
 
     @torch.no_grad()
     def predict(self, inputs: Tensor) -> Tensor:
@@ -249,18 +263,56 @@ def train_fno(
     device: torch.device,
     recipe: Recipe = DARCY,
     evals: int = 8,
+    *,
+    clock: Clock | None = None,
+    threads: int | None = None,
+    progress: bool = False,
 ) -> Result:
-    """The peer at about ``params`` parameters for ``config.steps`` steps of ``config.batch``, the operator model's
-    batches and symmetries, evaluated on ``tests`` (the clock counts the steps, not the evaluations)."""
+    """The peer at about ``params`` parameters for ``config.steps`` steps of ``config.batch`` -- or, given a
+    ``clock``, until its deadline (the steps a cap) -- on the operator model's batches and symmetries, evaluated on
+    ``tests`` (``seconds`` counts the steps, not the evaluations; the clock counts both).
+
+    It trains on ``threads`` torch threads (default: by its size, :func:`~training.threads.default_threads`), the
+    previous count restored after, with subnormals flushed as :func:`training.fit` flushes them; ``progress`` shows
+    a progress bar (steps, or the clock's seconds).
+    """
     task = FNOTask(config, recipe, train, params, device)
+    task.clock = clock
     result = Result(task.hidden, task.parameters, config.steps)
     marks = {round(config.steps * (i + 1) / evals) for i in range(evals)}
     first = next(iter(tests), None)
-    for step in range(1, config.steps + 1):
-        t0 = time.perf_counter()
-        task.train_step()
-        result.seconds += time.perf_counter() - t0
-        if step in marks and first is not None:
-            result.curve.append((step, result.seconds, float(task.errors(tests[first]).mean())))
-    result.errors = {name: task.errors(s) for name, s in tests.items()}
+    before = torch.get_num_threads()
+    chosen = use_threads(threads, task.parameters)
+    restore = flush_denormals()
+    who = f"FNO peer, {chosen}"
+    if clock is None:
+        bar = progress_bar(config.steps, 0, progress, who)
+    else:
+        if not clock.started:
+            clock.start()
+        bar = progress_bar(math.ceil(clock.seconds), int(clock.spent), progress, who, unit="s")
+    try:
+        step = 0
+        while step < config.steps and not (clock is not None and clock.over()):
+            seen = 0 if clock is None else int(clock.spent)
+            t0 = time.perf_counter()
+            task.train_step()
+            result.seconds += time.perf_counter() - t0
+            step += 1
+            if clock is None:
+                due = step in marks
+            else:
+                clock.tick()
+                due = clock.over() or clock.progress * evals >= len(result.curve) + 1
+            if due and first is not None:
+                result.curve.append((step, result.seconds, float(task.errors(tests[first]).mean())))
+                if clock is not None:
+                    clock.tick(end="evaluation")
+            bar.update(1 if clock is None else min(int(clock.spent), math.ceil(clock.seconds)) - seen)
+        result.steps = step
+        result.errors = {name: task.errors(s) for name, s in tests.items()}
+    finally:
+        bar.close()
+        restore()
+        torch.set_num_threads(before)
     return result

@@ -2,8 +2,8 @@
 
 * :func:`axes_from` -- the grid's axes from ``--layout``, ``--boundary`` and ``--extent`` (one value for every
   axis, or one per axis separated by commas);
-* :func:`parse_time` / :func:`steps_for` -- ``--time``: a duration (``90s``, ``10m``, ``1.5h``), turned into steps
-  by timing a few steps of the real model on the real data first (a step count is ``--steps``);
+* :func:`parse_time` -- ``--time``: a duration (``90s``, ``10m``, ``1.5h``), the deadline of a
+  :class:`~training.deadline.Clock` that starts with the program (the steps, a cap; a step count is ``--steps``);
 * :func:`report` -- the errors per test file (mean, median, max; each at its own resolution), and
   :func:`linear_baseline` -- the least-squares linear map's, on the test files on the training grid;
 * :func:`plot_worst` -- the worst test sample of a file: input, truth, prediction and error;
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_fi
 from operators.files import contents
 from operators.layout import Axis, LayoutError, axes_of
 from training.budget import Budget
-from training.denormals import flush_denormals
+from training.deadline import Clock
 from training.errors import InputError, UserError
 from training.threads import use_threads
 
@@ -38,7 +40,8 @@ from .config import Config
 from .linear import least_squares
 from .model import SPEC, record
 from .shape import Shape
-from .task import OperatorTask, check_fit
+from .task import build_model, check_fit
+from .task import errors as sample_errors
 from .task import train as train_model
 
 
@@ -61,38 +64,6 @@ def parse_time(text: str) -> float:
     if not 1 <= seconds <= 30 * 86400:
         raise UserError(f"--time {text}: a time between 1s and 720h")
     return seconds
-
-
-def seconds_per_step(config: Config, train: Samples, device: torch.device, threads: int | None) -> float:
-    """The measured training step of ``config`` on ``train``: two warm-up steps, then the mean of eight
-    (a throwaway model: the run itself starts afresh from its seed)."""
-    before = torch.get_num_threads()
-    restore = flush_denormals()
-    try:
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            task = OperatorTask(config.replace(steps=10**6), train, {}, device)
-            use_threads(threads, sum(p.numel() for p in task.model.parameters()))
-            for _ in range(2):
-                task.train_step()
-
-            def sync() -> None:
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-
-            sync()
-            t0 = time.perf_counter()
-            for _ in range(8):
-                task.train_step()
-            sync()
-            return (time.perf_counter() - t0) / 8
-    finally:
-        restore()
-        torch.set_num_threads(before)
-
-
-def steps_for(seconds: float, per_step: float) -> int:
-    """The steps that fit ``seconds`` at ``per_step`` each (at least one: the schedule holds at any length)."""
-    return max(1, int(seconds / per_step))
 
 
 @dataclass(frozen=True)
@@ -245,9 +216,11 @@ def test_names(paths: Sequence[Path]) -> list[str]:
 class Options:
     """What the command line says beside the config: the files, how to read them, the time budget and the peer.
 
-    ``time``: seconds of training (``--time``), turned into steps by timing the model first; ``None``: the
-    config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start afresh in ``out``, whatever
-    checkpoint it holds (``--restart``).
+    ``time``: the seconds the program may take (``--time``), counted from its start -- reading the data, training
+    to the deadline (the config's ``steps`` a cap), the report -- and again for a ``baseline`` peer, on a clock of
+    its own; ``None``: the config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start
+    afresh in ``out``, whatever checkpoint it holds (``--restart``). ``started``: the seconds the command had run
+    before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time`` counts.
     """
 
     train: Path
@@ -268,6 +241,7 @@ class Options:
     memory: Budget = field(default_factory=Budget)
     restart: bool = False
     program: str = "python -m examples.operator"
+    started: float = 0.0
 
 
 def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
@@ -308,15 +282,19 @@ def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
 
 
 def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> Report:
-    """The whole program: read and check the data, fix the budget, train (or resume), report, plot, and train
-    the peer if asked. Writes ``o.out/report.json``, ``o.out/checkpoint.pt`` and ``o.out/worst-NAME.png``;
-    returns the :class:`Report`."""
-    from training import RunDir, check_resume, fingerprint, planned_steps
+    """The whole program: read and check the data, fit the least-squares baseline, train (or resume) to the
+    steps or the deadline, report and plot, then train the peer if asked, on the same budget, and report again.
+    Writes ``o.out/report.json`` (first without the peer: an interrupted peer leaves the model's report),
+    ``o.out/checkpoint.pt`` and ``o.out/worst-NAME.png``; returns the :class:`Report`."""
+    from training import RunDir, check_resume, fingerprint
 
     if o.baseline is not None:
         fno.check_available()
     device = torch.device(o.device)
+    clock = None if o.time is None else Clock(o.time)
     with RunDir(o.out, o.program):
+        if clock is not None:
+            clock.start(o.started)  # the command ends in its time: its start and reading the data count
         t0 = time.perf_counter()
         train_set, tests = load_data(config, o)
         shape = Shape.of(train_set)
@@ -329,16 +307,19 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
         seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
-        plan = None if o.time is None else f"{o.time:g}s"
-        planned = None if o.restart else planned_steps(o.out, plan)
-        if planned is not None:  # this --time, turned into steps when the run began
-            config = config.replace(steps=planned)
-        elif o.time is not None:
-            per = seconds_per_step(config, train_set, device, o.threads)
-            config = config.replace(steps=steps_for(o.time, per))
-            say(f"time {o.time:g}s: {per * 1e3:.0f} ms a step here, so {config.steps} steps")
-        check_resume(o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart)
+        resumed = check_resume(
+            o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart, deadline=o.time
+        )
+        linear = linear_baseline(train_set, tests)
         say(f"config: {config}")
+        if clock is not None:
+            clock.ends["evaluation"], clock.tail = rehearse(config, train_set, tests, device, o.threads)
+            if resumed is None:
+                check_room(clock)
+            say(
+                f"time {o.time:g}s: training stops before a step that would not end in it, {clock.reserve:.1f}s kept "
+                f"for the final evaluation and {clock.tail:.1f}s for the report (at most {config.steps} steps)"
+            )
         run = train_model(
             config,
             train_set,
@@ -350,16 +331,38 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             budget=o.memory,
             data=seen,
             restart=o.restart,
-            plan=plan,
+            deadline=clock,
         )
         model, errs = run.trained.model, run.task.errors()
         params = sum(p.numel() for p in model.parameters())
         for name, e in errs.items():
             plot_worst(model, tests[name], e, o.out / f"worst-{name}.png")
-        peer = None
+        result = Report(
+            record(config, shape),
+            torch.__version__,
+            params,
+            run.trained.elapsed,
+            run.trained.step,
+            run.trained.resumed_from,
+            report(errs, tests),
+            run.trained.history,
+            linear,
+        )
+        write_report(result, o.out)
         if o.baseline == "fno":
             recipe = fno.DARCY if len(train_set.axes) == 2 else fno.BURGERS  # its authors' 2D and 1D recipes
-            trained = fno.train_fno(config, train_set, tests, params, device, recipe)
+            say(f"FNO peer: training{'' if clock is None else f' for {o.time:g}s, on a clock of its own'}")
+            trained = fno.train_fno(
+                config,
+                train_set,
+                tests,
+                params,
+                device,
+                recipe,
+                clock=None if clock is None else clock.fresh(),
+                threads=o.threads,
+                progress=o.progress,
+            )
             ratio = {name: float(errs[name].mean() / trained.errors[name].mean()) for name in errs}
             peer = Peer(
                 recipe,
@@ -370,17 +373,50 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
                 report(trained.errors, tests),
                 ratio,
             )
-        result = Report(
-            record(config, shape),
-            torch.__version__,
-            params,
-            run.trained.elapsed,
-            run.trained.step,
-            run.trained.resumed_from,
-            report(errs, tests),
-            run.trained.history,
-            linear_baseline(train_set, tests),
-            peer,
-        )
-        (o.out / "report.json").write_text(json.dumps(result.to_json(), indent=1))
+            result = dataclasses.replace(result, fno=peer)
+            write_report(result, o.out)
     return result
+
+
+def check_room(clock: Clock) -> None:
+    """A :class:`~training.UserError` when a fresh run's ``clock`` has no time left to train: its start, reading
+    the data and the report's rehearsal (:func:`rehearse`) took the budget."""
+    clock.sync()
+    if clock.spent + clock.reserve + clock.tail >= clock.seconds:
+        raise UserError(
+            f"--time {clock.seconds:g}s: {clock.spent:.1f}s went before training could start (starting Python, "
+            f"reading the data) and {clock.reserve + clock.tail:.1f}s are needed for the evaluation and the report "
+            f"after it, under a load of {os.getloadavg()[0]:.1f}; give a longer --time"
+        )
+
+
+def rehearse(
+    config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device, threads: int | None
+) -> tuple[float, float]:
+    """The seconds of an evaluation (the errors on each test set) and of the report after training (those errors
+    and the plot of each set's worst sample), timed once on the untrained model (which imports the plotting library
+    as well): the room a deadline keeps for the final evaluation and for the report."""
+    before = torch.get_num_threads()
+    try:
+        with (
+            torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
+            tempfile.TemporaryDirectory() as d,
+        ):
+            model = build_model(config, train).to(device)
+            use_threads(threads, sum(p.numel() for p in model.parameters()))
+            t0 = time.perf_counter()
+            errs = {name: sample_errors(model, s) for name, s in tests.items()}
+            evaluation = time.perf_counter() - t0
+            for name, s in tests.items():
+                plot_worst(model, s, errs[name], Path(d) / f"{name}.png")
+            return evaluation, time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before)
+
+
+def write_report(result: Report, out: Path) -> None:
+    """``out/report.json``: :meth:`Report.to_json`, replaced whole (a reader never sees half a file)."""
+    path = out / "report.json"
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(result.to_json(), indent=1))
+    part.replace(path)
