@@ -30,6 +30,7 @@ from training.config import (
 Activation = Literal["relu", "gelu"]
 Augment = Literal["none", "flips", "square", "shifts"]
 DType = Literal["float32", "float64"]
+Reader = Literal["attention", "fourier"]
 
 #: the nonlinearities a config names, by name
 ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
@@ -51,6 +52,9 @@ class Config(Optimiser):
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
         frequencies: Fourier features per axis of a grid sample's coordinate.
+        reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
+            queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
+            coefficients, no weights spent on reading; the ``reader_*`` fields and ``frequencies`` then unused).
         reader_width, reader_heads: the grid reader's channels and heads (dividing them).
         reader_window: the grid reader's locality, as ``window`` between a query and a sample.
         channels: the functions the reader hands each Funcformer per point of its sequence.
@@ -75,6 +79,7 @@ class Config(Optimiser):
     activation: Activation = "gelu"
     window: float = between(40.0, 0.0, 1e4)
     frequencies: int = between(4, 0, 64)
+    reader: Reader = "attention"
     reader_width: int = between(32, 1, MAX_WIDTH)
     reader_heads: int = between(2, 1, MAX_HEADS)
     reader_window: float = between(160.0, 0.0, 1e4)
