@@ -1,10 +1,10 @@
 """Training the operator model on checked samples: a :class:`~training.Task` for the shared loop.
 
-The loss is the batch mean of the squared relative L² error of the predicted series at the training samples, integrated
-by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's metric), plus ``smooth``
-times the series' :func:`~models.operator.roughness` per unit mean square of the data. Evaluation reports the mean
-relative L² error (not squared) on each held-out set, at its own resolution. Checkpoints, resumption, signals and
-divergence are the shared loop's (:func:`training.fit`).
+The loss is the batch mean of the relative L² error (not squared) of the predicted series at the training samples,
+integrated by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's metric),
+plus ``smooth`` times the series' :func:`~models.operator.roughness` per unit mean square of the data where some axis
+is bounded (:func:`smoothing`). Evaluation reports the mean relative L² error on each held-out set, at its own
+resolution. Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Unpack
 import torch
 from torch import Tensor
 
+from instances.axes import Axis
 from models.operator import OperatorModel, roughness, sizes
 from operators import symmetry
 from operators.dataset import Samples
@@ -37,6 +38,11 @@ def check_fit(config: Config, s: Samples) -> None:
                 f"{s.where}: axis {'xy'[i]} has {p} samples, fewer than the {m} coefficients of the model's series "
                 f"there; lower --config modes= (at most {config.modes - (m - p)}) or give finer data"
             )
+    if config.reader == "fourier" and not all(a.boundary.periodic for a in s.axes):
+        raise UserError(
+            f"{s.where}: config field reader=fourier needs every axis periodic (--layout periodic); "
+            "set reader=attention for other layouts"
+        )
     why = symmetry.problem(config.augment, s.axes)
     if why is not None:
         raise UserError(f"config field augment={config.augment}: {why.split(': ', 1)[-1]}")
@@ -52,22 +58,35 @@ def relative_sq(pred: Tensor, exact: Tensor, weights: Sequence[Tensor]) -> Tenso
     return num / den.clamp_min(torch.finfo(den.dtype).tiny)
 
 
+def smoothing(smooth: float, axes: Sequence[Axis]) -> float:
+    """The smoothing penalty's weight on a domain of ``axes``: ``smooth``, or ``0`` when every axis is periodic.
+
+    The penalty is there because samples alone leave a Chebyshev series free between uniform nodes (Runge); equally
+    spaced samples of a period determine a Fourier series of no more terms exactly, so on periodic axes it would
+    only damp what the data hold (steep fronts: measured 3.3 times worse on a low-viscosity Burgers set)."""
+    return 0.0 if all(a.boundary.periodic for a in axes) else smooth
+
+
 def objective(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> Tensor:
     """The training loss on inputs ``x`` and outputs ``exact`` ``(batch, *grid, C)``: the batch mean of
-    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ = smooth``)."""
+    ``‖u - exact‖ / ‖exact‖ + λ roughness(u) / mean(exact²)`` (``λ``: :func:`smoothing` of ``smooth``)."""
     return losses(model, x, exact, smooth)[0].mean()
 
 
 def losses(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> tuple[Tensor, Tensor]:
-    """:func:`objective` per sample ``(batch,)``, and the prediction at ``exact``'s grid ``(batch, *grid, C)``."""
+    """:func:`objective` per sample ``(batch,)``, and the prediction at ``exact``'s grid ``(batch, *grid, C)``.
+
+    The relative error, not its square: the square weighs each sample by its own error, so the batch's worst
+    samples drive the steps and the well-fitted ones stop contributing (the FNO's authors train on the norm too)."""
     u = model(x)
     grid = exact.shape[1:-1]
     weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.axes, grid, strict=True)]
     pred = model.values(u, grid)
-    loss = relative_sq(pred, exact, weights)
-    if smooth > 0:
+    loss = relative_sq(pred, exact, weights).clamp_min(torch.finfo(pred.dtype).tiny).sqrt()
+    weight = smoothing(smooth, model.axes)
+    if weight > 0:
         boundaries = [a.boundary for a in model.axes]
-        loss = loss + smooth * roughness(u, boundaries) / exact.pow(2).flatten(1).mean(-1)
+        loss = loss + weight * roughness(u, boundaries) / exact.pow(2).flatten(1).mean(-1)
     return loss, pred
 
 
