@@ -16,7 +16,7 @@ authors' code and documentation do (:class:`Plain`):
   the layouts' quadrature;
 * the optimiser: Adam or AdamW at ``lr`` with weight decay ``1e-4``, on a cosine schedule over the run (or the rate
   halved ``halvings`` times);
-* the batches: the operator model's draws from the same seed (:class:`~training.tasks.operator.train.OperatorTask`'s
+* the batches: the operator model's draws from the same seed (:class:`~training.tasks.operator.task.OperatorTask`'s
   sampler, the same samples step by step), moved by the configured symmetry only with ``shifts=True``.
 
 :data:`SWEEP` is the settings tried per row, as many as the operator model gets. Needs the ``bench`` extra
@@ -126,7 +126,7 @@ class _Scales:
 
 class PlainFNOTask:
     """One seeded training run of the plain FNO: its model, optimiser and schedule, and the operator model's sampler
-    (the same draws as :class:`~training.tasks.operator.train.OperatorTask` from ``config.seed``)."""
+    (the same draws as :class:`~training.tasks.operator.task.OperatorTask` from ``config.seed``)."""
 
     def __init__(
         self, config: Config, plain: Plain, train: Samples, params: int, device: torch.device | str = "cpu"
