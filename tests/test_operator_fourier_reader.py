@@ -71,19 +71,21 @@ def test_the_fourier_reader_is_refused_off_periodic_axes_and_on_too_few_samples(
         check_fit(PRESETS["tiny"].replace(reader="fourier"), bounded)
 
 
-def test_the_loss_is_the_mean_relative_l2_error_and_smoothing_only_on_a_bounded_axis() -> None:
-    """The objective by hand: per sample ``sqrt(Σ w (u - e)² / Σ w e²)`` with the layout's weights (the periodic
-    trapezoid rule: equal weights), averaged; ``smooth`` adds nothing on a periodic axis and
-    ``λ roughness(u) / mean(e²)`` on a bounded one."""
+def test_the_loss_by_hand_and_smoothing_only_on_a_bounded_axis() -> None:
+    """The objective by hand: per sample ``r² = Σ w (u - e)² / Σ w e²`` with the layout's weights (the periodic
+    trapezoid rule: equal weights), or ``r`` with ``relative``, averaged; ``smooth`` adds nothing on a periodic axis
+    and ``λ roughness(u) / mean(e²)`` on a bounded one."""
     torch.manual_seed(0)
     model = OperatorModel([PERIODIC], 1, 1, modes=7, width=8, hidden=8, heads=2, dtype=torch.float64)
     x, exact = torch.randn(4, 16, 1, dtype=torch.float64), torch.randn(4, 16, 1, dtype=torch.float64)
     with torch.no_grad():
         pred = model.values(model(x), (16,)).numpy()[..., 0]
         e = exact.numpy()[..., 0]
-        want = np.mean(np.sqrt(((pred - e) ** 2).sum(1) / (e**2).sum(1)))
-        np.testing.assert_allclose(float(objective(model, x, exact, 0.0)), want, rtol=1e-12)
-        np.testing.assert_allclose(float(objective(model, x, exact, 5.0)), want, rtol=1e-12)
+        r2 = ((pred - e) ** 2).sum(1) / (e**2).sum(1)
+        np.testing.assert_allclose(float(objective(model, x, exact, 0.0)), np.mean(r2), rtol=1e-12)
+        np.testing.assert_allclose(float(objective(model, x, exact, 5.0)), np.mean(r2), rtol=1e-12)
+        relative = float(objective(model, x, exact, 5.0, relative=True))
+        np.testing.assert_allclose(relative, np.mean(np.sqrt(r2)), rtol=1e-12)
     assert smoothing(5.0, [PERIODIC]) == 0.0 and smoothing(5.0, [ZERO]) == 5.0
     bounded = OperatorModel([ZERO], 1, 1, modes=7, width=8, hidden=8, heads=2, dtype=torch.float64)
     xz, ez = torch.randn(3, 17, 1, dtype=torch.float64), torch.randn(3, 17, 1, dtype=torch.float64)

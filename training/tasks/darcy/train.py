@@ -1,6 +1,6 @@
 """Training on Darcy flow: the operator task on the generated samples (:mod:`operators.darcy.data`).
 
-The loss is the operator task's (:func:`training.tasks.operator.task.objective`: the relative L² error of
+The loss is the operator task's (:func:`training.tasks.operator.task.objective`: the squared relative L² error of
 ``u`` on the grid, by the nodes' trapezoid rule -- with ``u = 0`` at the ends, the plain sums -- and the smoothing
 penalty); evaluation reports the mean relative L² error on the held-out set. Checkpoints, resumption, signals and
 divergence are the shared loop's (:func:`training.fit`).

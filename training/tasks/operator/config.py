@@ -31,6 +31,7 @@ Activation = Literal["relu", "gelu"]
 Augment = Literal["none", "flips", "square", "shifts"]
 DType = Literal["float32", "float64"]
 Reader = Literal["attention", "fourier"]
+Loss = Literal["squared", "relative"]
 
 #: the nonlinearities a config names, by name
 ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
@@ -72,6 +73,10 @@ class Config(Optimiser):
             samples of a period determine a Fourier series exactly and the penalty would only damp steep fronts
             (3.3 times worse on a low-viscosity Burgers set); on a grid of periodic axes it is off whatever its
             value.
+        loss: the training loss per sample: ``"squared"``, the squared relative L² error, or ``"relative"``, the
+            relative L² error itself (the FNO's authors' loss). Measured at equal steps: relative 1.3 times better on
+            Burgers at ν = 0.1, 3% on Darcy, 8% worse at ν = 0.01 and 23% worse on Poisson (one seed each), so not
+            the default.
         dtype: the model's float type.
     """
 
@@ -95,6 +100,7 @@ class Config(Optimiser):
     lr: float = optimiser_field("lr", 1e-2)
     beta2: float = optimiser_field("beta2", 0.95)
     smooth: float = between(0.25, 0.0, 100.0)
+    loss: Loss = "squared"
     dtype: DType = "float32"
 
     def consistent(self) -> str | None:

@@ -1,10 +1,11 @@
 """Training the operator model on checked samples: a :class:`~training.Task` for the shared loop.
 
-The loss is the batch mean of the relative L² error (not squared) of the predicted series at the training samples,
-integrated by the layouts' quadrature (on a uniform grid with zero ends, the plain sums of the FNO paper's metric),
-plus ``smooth`` times the series' :func:`~models.operator.roughness` per unit mean square of the data where some axis
-is bounded (:func:`smoothing`). Evaluation reports the mean relative L² error on each held-out set, at its own
-resolution. Checkpoints, resumption, signals and divergence are the shared loop's (:func:`training.fit`).
+The loss is the batch mean of the squared relative L² error of the predicted series at the training samples (or the
+relative error itself: ``loss="relative"``), integrated by the layouts' quadrature (on a uniform grid with zero ends,
+the plain sums of the FNO paper's metric), plus ``smooth`` times the series' :func:`~models.operator.roughness` per
+unit mean square of the data where some axis is bounded (:func:`smoothing`). Evaluation reports the mean relative
+L² error on each held-out set, at its own resolution. Checkpoints, resumption, signals and divergence are the shared
+loop's (:func:`training.fit`).
 """
 
 from __future__ import annotations
@@ -67,22 +68,27 @@ def smoothing(smooth: float, axes: Sequence[Axis]) -> float:
     return 0.0 if all(a.boundary.periodic for a in axes) else smooth
 
 
-def objective(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> Tensor:
+def objective(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float, *, relative: bool = False) -> Tensor:
     """The training loss on inputs ``x`` and outputs ``exact`` ``(batch, *grid, C)``: the batch mean of
-    ``‖u - exact‖ / ‖exact‖ + λ roughness(u) / mean(exact²)`` (``λ``: :func:`smoothing` of ``smooth``)."""
-    return losses(model, x, exact, smooth)[0].mean()
+    ``‖u - exact‖² / ‖exact‖² + λ roughness(u) / mean(exact²)`` (``λ``: :func:`smoothing` of ``smooth``), or of
+    ``‖u - exact‖ / ‖exact‖ + ...`` with ``relative``."""
+    return losses(model, x, exact, smooth, relative=relative)[0].mean()
 
 
-def losses(model: OperatorModel, x: Tensor, exact: Tensor, smooth: float) -> tuple[Tensor, Tensor]:
+def losses(
+    model: OperatorModel, x: Tensor, exact: Tensor, smooth: float, *, relative: bool = False
+) -> tuple[Tensor, Tensor]:
     """:func:`objective` per sample ``(batch,)``, and the prediction at ``exact``'s grid ``(batch, *grid, C)``.
 
-    The relative error, not its square: the square weighs each sample by its own error, so the batch's worst
-    samples drive the steps and the well-fitted ones stop contributing (the FNO's authors train on the norm too)."""
+    ``relative``: the relative error, not its square. The square weighs each sample's steps by its own error, so a
+    batch's worst samples drive them; the relative error weighs them alike, as the FNO's authors train."""
     u = model(x)
     grid = exact.shape[1:-1]
     weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.axes, grid, strict=True)]
     pred = model.values(u, grid)
-    loss = relative_sq(pred, exact, weights).clamp_min(torch.finfo(pred.dtype).tiny).sqrt()
+    loss = relative_sq(pred, exact, weights)
+    if relative:
+        loss = loss.clamp_min(torch.finfo(pred.dtype).tiny).sqrt()
     weight = smoothing(smooth, model.axes)
     if weight > 0:
         boundaries = [a.boundary for a in model.axes]
@@ -133,7 +139,7 @@ class OperatorTask(Optimised):
             which = symmetry.draw(self.config.augment, len(idx), self.axes, self.grid, self.sampler)
             x = symmetry.move(x, which, self.config.augment, self.axes)
             u = symmetry.move(u, which, self.config.augment, self.axes)
-        loss = objective(self.model, x, u, self.config.smooth)
+        loss = objective(self.model, x, u, self.config.smooth, relative=self.config.loss == "relative")
         self.optimise(loss, clip=self.config.clip)
         return loss
 
