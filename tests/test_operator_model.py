@@ -343,7 +343,8 @@ def test_roughness_weights_the_coefficients_by_the_fourth_power_of_their_degree(
 
 
 def test_smooth_reaches_the_training_loss_and_smooths_the_prediction() -> None:
-    """``smooth`` adds ``λ roughness(u) / mean(exact²)`` to the loss; trained with it, the series is smoother."""
+    """``smooth`` adds ``λ roughness(u) / mean(exact²)`` to the loss on a bounded domain; trained with it, the series
+    is smoother."""
     config = PRESETS["tiny"].replace(steps=20, eval_every=20, checkpoint_every=20, smooth=0.0)
     splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
     plain = train(config, splits, None, progress=False)

@@ -2,13 +2,16 @@
 
 :class:`OperatorModel` is configured by its constructor's arguments (the axes, the channels in and out, the series
 lengths and sizes, the reader's :class:`Reading`), and built from small parts that can be replaced one at a time:
-the :class:`GridReader` (samples in any layout onto the model's series), :class:`AlongAxes` (a Funcformer along each
+the :class:`GridReader` (samples in any layout onto the model's series; on periodic axes the exact
+:class:`FourierReader` instead), :class:`AlongAxes` (a Funcformer along each
 axis) and the :class:`SeriesHead` (the output channels' series, the boundaries imposed); the output is evaluated
 anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measures it. The axes are
 :class:`instances.axes.Axis` values: a layout (:mod:`instances.layouts`), an extent and a boundary.
 """
 
 from ._along import AlongAxes as AlongAxes
+from ._fourier_reader import FourierReader as FourierReader
+from ._fourier_reader import fourier_coefficients as fourier_coefficients
 from ._head import SeriesHead as SeriesHead
 from ._model import OperatorModel as OperatorModel
 from ._reader import GridReader as GridReader
@@ -23,6 +26,7 @@ from ._series import sizes as sizes
 
 __all__ = [
     "AlongAxes",
+    "FourierReader",
     "GridReader",
     "OperatorModel",
     "Reading",
@@ -31,6 +35,7 @@ __all__ = [
     "at_points",
     "domain_mean",
     "features",
+    "fourier_coefficients",
     "roughness",
     "sizes",
     "tokens",

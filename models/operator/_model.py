@@ -8,7 +8,9 @@ the channels in and out, and its sizes:
   :class:`~instances.Chebyshev` series on a bounded one. The domain is one of them (1D) or their product (2D).
 * **Reader** (:class:`~models.operator.GridReader`). The samples, wherever the layout put them, are read by
   cross-attention from learned queries on the domain's series, one axis at a time; the samples' measure is the
-  layout's quadrature, so any resolution is read by the same weights.
+  layout's quadrature, so any resolution is read by the same weights. On a grid of periodic axes
+  ``reading.kind = "fourier"`` reads the samples' exact discrete Fourier coefficients instead
+  (:class:`~models.operator.FourierReader`).
 * **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
   functions, and a Funcformer along each axis maps them (in 2D the two outputs summed).
 * **Output** (:class:`~models.operator.SeriesHead`). The ``channels`` functions are mixed into the output channels (a
@@ -38,6 +40,7 @@ from instances.axes import Axis
 
 from ..funcformer import FuncformerConfig
 from ._along import AlongAxes
+from ._fourier_reader import FourierReader
 from ._head import SeriesHead
 from ._reader import GridReader, Reading
 from ._series import at_grid, at_points, domain_mean
@@ -103,7 +106,11 @@ class OperatorModel(nn.Module):
         self.modes, self.channels, self.log_input, self.homogeneous = modes, channels, log_input, homogeneous
         self.dtype = dtype
         self.domain = tuple(a.boundary.series(modes, i == 0) for i, a in enumerate(self.axes))
-        self.reader = GridReader(self.axes, self.domain, in_channels, width, reading, eps=eps, dtype=dtype)
+        self.reader: GridReader | FourierReader = (
+            FourierReader(self.domain, in_channels, width, dtype=dtype)
+            if reading.kind == "fourier"
+            else GridReader(self.axes, self.domain, in_channels, width, reading, eps=eps, dtype=dtype)
+        )
         config = FuncformerConfig(
             heads=heads,
             depth=depth,
@@ -150,6 +157,12 @@ class OperatorModel(nn.Module):
             if x.shape[1 + i] < max(a.smallest(), 2):
                 p, kind = x.shape[1 + i], a.layout.name
                 raise InputError(f"{who}: axis {'xy'[i]} has {p} sample(s); the {kind} layout needs more")
+            n = self.domain[i].size
+            if isinstance(self.reader, FourierReader) and x.shape[1 + i] < n:
+                raise InputError(
+                    f"{who}: axis {'xy'[i]} has {x.shape[1 + i]} samples, fewer than the Fourier reader's {n} "
+                    "coefficients; give finer data or fewer modes"
+                )
         return x
 
     def read(self, inputs: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -246,4 +259,10 @@ def _check(
     if homogeneous != 0 and not log_input:
         raise InputError(
             f"OperatorModel: homogeneous={homogeneous} without log_input: u(c a) = c^d u(a) is built on log inputs"
+        )
+    if reading.kind == "fourier" and not all(a.boundary.periodic for a in axes):
+        kinds = ", ".join(a.boundary.name for a in axes)
+        raise InputError(
+            f"OperatorModel: reading.kind='fourier' on axes with boundaries ({kinds}): the Fourier reader needs every "
+            "axis periodic; use reading.kind='attention'"
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -40,12 +41,15 @@ class Reading:
         window: its locality ``β`` (``0``: none), as :attr:`models.FuncformerConfig.window` between a query and a
             sample.
         frequencies: Fourier features ``K`` per axis of a sample's coordinate.
+        kind: ``"attention"`` (this reader) or ``"fourier"`` (every axis periodic: the samples' exact discrete
+            Fourier coefficients, :class:`~models.operator.FourierReader`; the other fields then unused).
     """
 
     width: int = 32
     heads: int = 2
     window: float = 160.0
     frequencies: int = 4
+    kind: Literal["attention", "fourier"] = "attention"
 
 
 def features(t: Tensor, frequencies: int) -> Tensor:

@@ -42,7 +42,9 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         activation=ACTIVATIONS[config.activation],
         window=config.window,
         eps=config.eps,
-        reading=Reading(config.reader_width, config.reader_heads, config.reader_window, config.frequencies),
+        reading=Reading(
+            config.reader_width, config.reader_heads, config.reader_window, config.frequencies, config.reader
+        ),
         log_input=config.log_input,
         homogeneous=config.homogeneous,
         dtype=getattr(torch, config.dtype),

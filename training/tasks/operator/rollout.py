@@ -123,7 +123,10 @@ class UnrolledTask(OperatorTask):
         c = self.config
         length = self.window + self.unroll
         seq = draw_sequences(self.trajectories, length, c.batch, c.augment, self.axes, self.sampler)
-        total = unrolled_loss(lambda x, y: losses(self.model, x, y, c.smooth), seq, self.window, self.unroll)
+        relative = c.loss == "relative"
+        total = unrolled_loss(
+            lambda x, y: losses(self.model, x, y, c.smooth, relative=relative), seq, self.window, self.unroll
+        )
         self.optimise(total, clip=c.clip)
         return total
 
