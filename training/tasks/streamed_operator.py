@@ -3,9 +3,10 @@
 :func:`task` builds the operator model (:class:`models.operator.OperatorModel`, from a config's public fields,
 :func:`training.tasks.operator.model.build`) for a :class:`~operators.streams.PairStream`, sets its normalisation
 from one streaming pass (:func:`fit_scales`, :func:`operators.streams.summarise`), and makes a
-:class:`~training.streamed.StreamTask` whose loss is the operator task's -- the relative L² error integrated by the
-layouts' quadrature, plus the smoothing penalty -- through the model's forward pass (DDP's, under ``torchrun``).
-:func:`errors` is the held-out relative L² error per sample, an evaluation pass split over the ranks.
+:class:`~training.streamed.StreamTask` whose loss is the operator task's (:func:`training.tasks.operator.task.scored`:
+the relative L² error integrated by the layouts' quadrature, plus the smoothing penalty) through the model's forward
+pass (DDP's, under ``torchrun``). :func:`errors` is the held-out relative L² error per sample, an evaluation pass
+split over the ranks.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from models.operator import OperatorModel, roughness
+from models.operator import OperatorModel
 from operators.streams import Evaluation, PairStream, Summary, summarise
 from training.distributed import Ranks
 from training.streamed import Batches, StreamTask, gathered
 from training.tasks.operator.config import Config
 from training.tasks.operator.model import build
 from training.tasks.operator.shape import Shape
-from training.tasks.operator.task import relative_sq
+from training.tasks.operator.task import relative_sq, scored
 
 
 def fit_scales(model: OperatorModel, s: Summary) -> None:
@@ -57,15 +58,10 @@ def task(
     model = build(config, Shape(stream.axes, *stream.channels))
     fit_scales(model, summary if summary is not None else summarise(stream, memory=memory))
     model = model.to(device)
-    grid, axes = stream.grid, model.axes
-    boundaries = [a.boundary for a in axes]
+    relative = config.loss == "relative"
 
     def loss(forward: Callable[[Tensor], Tensor], x: Tensor, y: Tensor) -> Tensor:
-        u = forward(x)
-        weights = [a.weights(p, y.dtype, y.device) for a, p in zip(axes, grid, strict=True)]
-        per = relative_sq(model.values(u, grid), y, weights)
-        smooth = config.smooth * roughness(u, boundaries) / y.pow(2).flatten(1).mean(-1)
-        return (per + smooth).mean()
+        return scored(model, forward(x), y, config.smooth, relative=relative)[0].mean()
 
     batches = Batches(stream, config.batch, config.seed + 1, device=device, memory=memory, ranks=ranks, workers=workers)
     optimiser, schedule = config.adam(model.parameters())

@@ -82,7 +82,14 @@ def losses(
 
     ``relative``: the relative error, not its square. The square weighs each sample's steps by its own error, so a
     batch's worst samples drive them; the relative error weighs them alike, as the FNO's authors train."""
-    u = model(x)
+    return scored(model, model(x), exact, smooth, relative=relative)
+
+
+def scored(
+    model: OperatorModel, u: Tensor, exact: Tensor, smooth: float, *, relative: bool = False
+) -> tuple[Tensor, Tensor]:
+    """:func:`losses` of the model's output coefficients ``u`` ``(batch, C, *sizes)`` (from its forward pass, or a
+    wrapper's such as DDP's): the loss per sample and the prediction at ``exact``'s grid."""
     grid = exact.shape[1:-1]
     weights = [a.weights(p, exact.dtype, exact.device) for a, p in zip(model.axes, grid, strict=True)]
     pred = model.values(u, grid)
