@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from models.operator import OperatorModel
+from models.operator import OperatorModel, sizes
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_file, infer_dims, pick_key
 from operators.files import contents
 from operators.layout import Axis, LayoutError, axes_of
@@ -247,7 +247,9 @@ class Options:
 
     ``time``: seconds of training (``--time``), turned into steps by timing the model first; ``None``: the
     config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start afresh in ``out``, whatever
-    checkpoint it holds (``--restart``).
+    checkpoint it holds (``--restart``). ``zero_tolerance``: how large a zero boundary's stored ends may be
+    (``--zero-tolerance``; default: the data's own roughness). ``fit_modes``: lower the config's ``modes`` to the
+    most the training grid determines (the command line does when ``modes`` is not given).
     """
 
     train: Path
@@ -268,18 +270,30 @@ class Options:
     memory: Budget = field(default_factory=Budget)
     restart: bool = False
     program: str = "python -m examples.operator"
+    zero_tolerance: float | None = None
+    fit_modes: bool = False
 
 
-def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
+def load_data(config: Config, o: Options, say: Callable[[str], None] = print) -> tuple[Samples, dict[str, Samples]]:
     """The checked training samples and test sets (by name); without a test file, the training file's last tenth
-    is held out. A problem with the files is a :class:`~training.DataError` (one line)."""
-    found = contents(o.train)
-    key = pick_key(list(found), o.input_key, INPUT_KEYS, o.train, "input")
-    dims = o.dims if o.dims is not None else infer_dims(found[key].shape)
+    is held out. Every file's keys and shapes are read (and its grid axes counted) before any values. A problem with
+    the files is a :class:`~training.DataError` (one line); what reading changed is said in one line each."""
+    found = {p: contents(p) for p in (o.train, *o.tests)}
+    key = pick_key(list(found[o.train]), o.input_key, INPUT_KEYS, o.train, "input")
+    shape = found[o.train][key].shape
+    dims = o.dims if o.dims is not None else infer_dims(shape)
+    for p in o.tests if o.dims is None else ():
+        k = pick_key(list(found[p]), o.input_key, INPUT_KEYS, p, "input")
+        if infer_dims(found[p][k].shape) != dims:
+            raise UserError(
+                f"{p}, key {k!r}: wrong number of grid axes: shape {found[p][k].shape} is a grid of "
+                f"{infer_dims(found[p][k].shape)} axes, but {o.train}'s {shape} is a grid of {dims}; give test files "
+                "on the training grid's axes (or declare --dims)"
+            )
     axes = axes_from(dims, o.layout, o.boundary, o.extent)
 
     def one(path: Path) -> Samples:
-        return from_file(
+        s = from_file(
             path,
             axes,
             input_key=o.input_key,
@@ -288,7 +302,11 @@ def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
             channels=o.channel_axis,
             log_input=config.log_input,
             max_bytes=o.memory.max_bytes,
+            zero_tolerance=o.zero_tolerance,
         )
+        for note in s.notes:
+            say(f"note: {note}")
+        return s
 
     train = one(o.train)
     tests = {name: one(p) for name, p in zip(test_names(o.tests), o.tests, strict=True)}
@@ -307,6 +325,15 @@ def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
     return train, tests
 
 
+def fitted_modes(config: Config, s: Samples) -> Config:
+    """``config`` with ``modes`` lowered, if need be, to the most the grid of ``s`` determines: on each axis no
+    more coefficients than samples (:func:`~.task.check_fit`)."""
+    modes = config.modes
+    while modes > 2 and any(p < m for p, m in zip(s.grid, sizes(s.axes, modes), strict=True)):
+        modes -= 1
+    return config if modes == config.modes else config.replace(modes=modes)
+
+
 def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> Report:
     """The whole program: read and check the data, fix the budget, train (or resume), report, plot, and train
     the peer if asked. Writes ``o.out/report.json``, ``o.out/checkpoint.pt`` and ``o.out/worst-NAME.png``;
@@ -318,8 +345,14 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
     device = torch.device(o.device)
     with RunDir(o.out, o.program):
         t0 = time.perf_counter()
-        train_set, tests = load_data(config, o)
+        train_set, tests = load_data(config, o, say)
         shape = Shape.of(train_set)
+        if o.fit_modes:
+            fitted = fitted_modes(config, train_set)
+            if fitted.modes != config.modes:
+                grid = "x".join(map(str, train_set.grid))
+                say(f"modes {fitted.modes}: the most the {grid} grid determines (the default {config.modes}; --modes N)")
+            config = fitted
         check_fit(config, train_set)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
         say(f"data: {len(train_set)} training samples on {'x'.join(map(str, train_set.grid))} ({train_set.where})")
