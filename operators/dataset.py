@@ -26,8 +26,8 @@ from torch import Tensor
 
 from applicative import DataError
 
-from .files import contents, read
 from . import layout
+from .files import contents, read
 from .layout import Axis, LayoutError, check_layout
 
 Channels = Literal["last", "first"]

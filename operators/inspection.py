@@ -40,7 +40,8 @@ def extents(c: np.ndarray) -> dict[str, tuple[float, float]]:
         a = np.stack([1 - s, s], 1)  # c = lo (1 - s) + hi s
         (lo, hi), *_ = np.linalg.lstsq(a, c, rcond=None)
         if hi > lo and float(np.abs(a @ np.array([lo, hi]) - c).max()) <= FIT_TOLERANCE * (hi - lo):
-            out[name] = (float(lo), float(hi))
+            step = 10.0 ** math.floor(math.log10(FIT_TOLERANCE * (hi - lo)))  # the fit's own precision
+            out[name] = (round(lo / step) * step + 0.0, round(hi / step) * step + 0.0)
     return out
 
 
@@ -62,9 +63,7 @@ def report(path: str | Path) -> list[str]:
     for key, info in found.items():
         v = values[key]
         numeric = v.dtype == np.bool_ or np.issubdtype(v.dtype, np.number)
-        summary = (
-            f"min {float(v.min()):.4g}  max {float(v.max()):.4g}  rms {_rms(v):.4g}" if numeric and v.size else ""
-        )
+        summary = f"min {float(v.min()):.4g}  max {float(v.max()):.4g}  rms {_rms(v):.4g}" if numeric and v.size else ""
         lines.append(f"  {key}: shape {info.shape}  {info.dtype}  {summary}".rstrip())
     kx = next((k for k in INPUT_KEYS if k in found), None)
     ky = next((k for k in OUTPUT_KEYS if k in found), None)

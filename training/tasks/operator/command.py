@@ -60,7 +60,9 @@ def _existing(text: str) -> Path:
 
 def train_parser(prog: str) -> argparse.ArgumentParser:
     """The ``train`` options: the shared ones (:func:`training.options.program`) and the data's."""
-    p = options.program(prog, "train the Funcformer on your own operator data, on any grid", PRESETS, out="runs/operator")
+    p = options.program(
+        prog, "train the Funcformer on your own operator data, on any grid", PRESETS, out="runs/operator"
+    )
     p.epilog, p.formatter_class = TRAIN_EXAMPLES, argparse.RawDescriptionHelpFormatter
     p.add_argument("--train", type=_existing, required=True, help="the training samples (a file)")
     p.add_argument(
@@ -75,7 +77,9 @@ def train_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--dims", type=int, choices=(1, 2), help="the grid's dimensions (default: from the shapes)")
     p.add_argument("--channel-axis", choices=("last", "first"), default="last", help="where a channel axis sits")
     p.add_argument(
-        "--layout", type=_per_axis("--layout"), help="where the samples sit: nodes, periodic, centres, chebyshev, lobatto"
+        "--layout",
+        type=_per_axis("--layout"),
+        help="where the samples sit: nodes, periodic, centres, chebyshev, lobatto",
     )
     p.add_argument(
         "--boundary", type=_per_axis("--boundary"), help="what the model assumes at the ends: free, zero or periodic"
@@ -168,7 +172,9 @@ def predict(argv: list[str] | None) -> int:
     from models.operator import OperatorModel
 
     if not isinstance(model, OperatorModel):
-        raise UserError(f"{a.run}: a run of another task ({type(model).__name__}); give an operator run (train's --out)")
+        raise UserError(
+            f"{a.run}: a run of another task ({type(model).__name__}); give an operator run (train's --out)"
+        )
     at = None if a.at is None else grid_of(a.at, model.dims)
     written = predict_file(
         model,
@@ -196,15 +202,20 @@ def inspect(argv: list[str] | None) -> int:
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"train": train, "predict": predict, "inspect": inspect}
-USAGE = f"usage: {COMMAND} {{train,predict,inspect}} ... (--help after one for its options)"
+USAGE = f"""usage: {COMMAND} {{train,predict,inspect}} ...
+
+  train    train the Funcformer on input and output functions in files, on any grid
+  predict  apply a trained run to a file of inputs; writes the outputs in the same format
+  inspect  what a data file says about its grid: arrays, ends against zero, stored coordinates
+
+{COMMAND} COMMAND --help lists a command's options."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """The console script: the subcommand named first; a user error is one line on stderr (exit 2)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        print(__doc__.split("\n\n")[1] if __doc__ else "")
+        print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
