@@ -13,6 +13,7 @@ inputs and outputs, and per grid axis the evidence each layout is read from:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,39 @@ def extents(c: np.ndarray) -> dict[str, tuple[float, float]]:
             step = 10.0 ** math.floor(math.log10(FIT_TOLERANCE * (hi - lo)))  # the fit's own precision
             out[name] = (round(lo / step) * step + 0.0, round(hi / step) * step + 0.0)
     return out
+
+
+#: the keys of an axis's stored coordinates (``{}``: the axis's name), as the public collections name them
+COORDINATE_KEYS = ("{}-coordinate", "{}_coordinate", "grid/{}", "coordinates/{}")
+
+
+def coordinate_key(found: Sequence[str], name: str) -> str | None:
+    """The key of axis ``name``'s stored coordinates among the keys ``found``, if any."""
+    return next((k.format(name) for k in COORDINATE_KEYS if k.format(name) in found), None)
+
+
+def _round(v: float, span: float) -> bool:
+    """``v`` is a round number at the axis's scale (a multiple of a thousandth of the span's power of ten)."""
+    step = 10.0 ** (math.floor(math.log10(span)) - 3)
+    return abs(v / step - round(v / step)) < 1e-6
+
+
+def layout_from(c: np.ndarray, declared: str | None, where: str) -> tuple[str, float, float]:
+    """The layout and extent ``(name, lo, hi)`` stored coordinates ``c`` give an axis: the ``declared`` layout's
+    extent (a :class:`~applicative.DataError` if ``c`` are not its points); undeclared, the one layout whose points
+    they are, or of several (evenly spaced points) the one whose extent ends on round numbers -- else a
+    :class:`~applicative.DataError` listing each and asking for ``--layout``."""
+    fitted = extents(c)
+    shown = "; ".join(f"{n} on [{lo:.6g}, {hi:.6g}]" for n, (lo, hi) in fitted.items()) or "no layout's"
+    if declared is not None:
+        if declared not in fitted:
+            raise DataError(f"{where}: the stored coordinates are the points of {shown}, not of layout {declared}")
+        return declared, *fitted[declared]
+    round_ends = [n for n, (lo, hi) in fitted.items() if _round(lo, hi - lo) and _round(hi, hi - lo)]
+    if len(fitted) == 1 or len(round_ends) == 1:
+        name = next(iter(fitted)) if len(fitted) == 1 else round_ends[0]
+        return name, *fitted[name]
+    raise DataError(f"{where}: the stored coordinates are the points of {shown}; declare which with --layout")
 
 
 def _rms(x: np.ndarray) -> float:

@@ -206,3 +206,25 @@ def test_inspect_reports_the_evidence_for_each_layout(tmp_path: Path, capsys: py
     assert "lobatto" not in said and "chebyshev" not in said
     first = np.sqrt((u[:, 0] ** 2).mean() / (u**2).mean())
     assert f"first {first:.2e}" in said
+
+
+def test_coordinates_stored_in_an_hdf5_file_give_the_layout_and_extent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cell centres on [0, 2] stored as ``x-coordinate``: trained with the file name alone as centres on [0, 2]; a
+    declared layout they are not the points of is refused in one line naming the candidates."""
+    h5py = pytest.importorskip("h5py")
+    p = 16
+    x = 2 * (np.arange(p) + 0.5) / p
+    a, u = _sines(24, p, 0)
+    with h5py.File(tmp_path / "data.h5", "w") as f:
+        f["a"], f["u"], f["x-coordinate"] = a, u, x
+    out = tmp_path / "run"
+    args = ["train", "--train", str(tmp_path / "data.h5"), "--out", str(out), "--no-progress"]
+    assert main([*args, "--preset", "tiny", "--steps", "2"]) == 0
+    assert "axis x: layout centres on [0, 2], from the coordinates in key 'x-coordinate'" in capsys.readouterr().out
+    (axis,) = training.load(out).axes
+    assert (axis.layout.name, axis.lo, axis.hi) == ("centres", 0.0, 2.0)
+    assert main([*args, "--layout", "lobatto"]) == 2
+    err = _one_line(capsys)
+    assert "centres on [0, 2]" in err and "not of layout lobatto" in err

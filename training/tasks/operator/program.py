@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,8 +27,9 @@ from torch import Tensor
 
 from models.operator import OperatorModel, sizes
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_file, infer_dims, pick_key
-from operators.files import contents
-from operators.layout import Axis, LayoutError, axes_of
+from operators.files import ArrayInfo, contents, read
+from operators.inspection import coordinate_key, layout_from
+from operators.layout import LAYOUTS, Axis, LayoutError, axes_of, per_axis
 from training.budget import Budget
 from training.denormals import flush_denormals
 from training.errors import InputError, UserError
@@ -290,7 +292,7 @@ def load_data(config: Config, o: Options, say: Callable[[str], None] = print) ->
                 f"{infer_dims(found[p][k].shape)} axes, but {o.train}'s {shape} is a grid of {dims}; give test files "
                 "on the training grid's axes (or declare --dims)"
             )
-    axes = axes_from(dims, o.layout, o.boundary, o.extent)
+    axes = stored_axes(o, found[o.train], dims, shape, say)
 
     def one(path: Path) -> Samples:
         s = from_file(
@@ -323,6 +325,35 @@ def load_data(config: Config, o: Options, say: Callable[[str], None] = print) ->
                 f"{train.channels[0]} and {train.channels[1]}; the test sets need the training set's channels"
             )
     return train, tests
+
+
+def stored_axes(
+    o: Options, found: Mapping[str, ArrayInfo], dims: int, shape: Sequence[int], say: Callable[[str], None]
+) -> tuple[Axis, ...]:
+    """The grid's axes from the options, where the training file stores an axis's coordinates (1-D arrays such as
+    ``x-coordinate``, :data:`~operators.inspection.COORDINATE_KEYS`) its layout and extent read from them
+    (:func:`~operators.inspection.layout_from`), checked against any declared; each said in one line."""
+    declared = axes_from(dims, o.layout, o.boundary, o.extent)
+    layouts = per_axis(o.layout, dims, "--layout")
+    axes = []
+    for i, axis in enumerate(declared):
+        key = coordinate_key(list(found), AXIS_NAMES[i])
+        points = shape[1 + i] if len(shape) > 1 + i else 0
+        if key is None or math.prod(found[key].shape) != points:
+            axes.append(axis)
+            continue
+        where = f"{o.train}, key {key!r}"
+        name, lo, hi = layout_from(read(o.train, [key])[key], layouts[i], where)
+        if o.extent is not None and not (
+            math.isclose(lo, axis.lo, abs_tol=1e-6 * (hi - lo)) and math.isclose(hi, axis.hi, abs_tol=1e-6 * (hi - lo))
+        ):
+            raise UserError(
+                f"{where}: the coordinates give extent {lo:g}:{hi:g}, but --extent says {axis.lo:g}:{axis.hi:g}"
+            )
+        boundary = axis.boundary if o.boundary is not None else None
+        axes.append(Axis(LAYOUTS[name], lo, hi, boundary))
+        say(f"axis {AXIS_NAMES[i]}: layout {name} on [{lo:g}, {hi:g}], from the coordinates in key {key!r}")
+    return tuple(axes)
 
 
 def fitted_modes(config: Config, s: Samples) -> Config:
