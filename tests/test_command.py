@@ -184,8 +184,8 @@ def test_refusals_are_one_line_naming_the_key_and_the_fix(tmp_path: Path, capsys
         assert main(["train", "--train", str(tmp_path / "damaged.npz"), option, value]) == 2
         err = _one_line(capsys)
         assert option in err and "damaged" not in err, err
-    assert main(["train", "--train", str(tmp_path / "absent.npz")]) == 2
-    assert "absent.npz: no such file" in _one_line(capsys)
+    assert main(["train", "--train", str(tmp_path / "line.npz"), "--test", str(tmp_path / "absent.npz")]) == 2
+    assert "absent.npz: no such file" in _one_line(capsys)  # every file found before any is read
 
 
 def test_inspect_reports_the_evidence_for_each_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,24 +50,16 @@ def _fraction(text: str) -> float:
     return x
 
 
-def _existing(text: str) -> Path:
-    """A data file that exists (checked as the options are parsed, before any file is read)."""
-    path = Path(text)
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text}: no such file; check the path")
-    return path
-
-
 def train_parser(prog: str) -> argparse.ArgumentParser:
     """The ``train`` options: the shared ones (:func:`training.options.program`) and the data's."""
     p = options.program(
         prog, "train the Funcformer on your own operator data, on any grid", PRESETS, out="runs/operator"
     )
     p.epilog, p.formatter_class = TRAIN_EXAMPLES, argparse.RawDescriptionHelpFormatter
-    p.add_argument("--train", type=_existing, required=True, help="the training samples (a file)")
+    p.add_argument("--train", type=Path, required=True, help="the training samples (a file)")
     p.add_argument(
         "--test",
-        type=_existing,
+        type=Path,
         action="append",
         default=[],
         help="held-out samples (repeatable; default: the training file's last tenth, held out)",
@@ -157,7 +149,7 @@ def predict(argv: list[str] | None) -> int:
 
     p = cli.Parser(prog=f"{COMMAND} predict", description="apply a trained run to a file of inputs")
     p.add_argument("run", type=Path, help="the run directory (train's --out)")
-    p.add_argument("input", type=_existing, help="the inputs (a file, in any format train reads)")
+    p.add_argument("input", type=Path, help="the inputs (a file, in any format train reads)")
     p.add_argument("-o", "--output", type=cli.output_file, help="the file to write (default: INPUT-predicted.SUFFIX)")
     p.add_argument("--input-key", help="the inputs' key (default: x, a, coeff, input or inputs)")
     p.add_argument("--output-key", help="the outputs' key (default: paired with the input's: x -> y, a -> u, ...)")
@@ -195,7 +187,7 @@ def predict(argv: list[str] | None) -> int:
 def inspect(argv: list[str] | None) -> int:
     """``inspect FILE``: the file's arrays and the evidence for each layout per axis."""
     p = cli.Parser(prog=f"{COMMAND} inspect", description="what a data file says about its grid")
-    p.add_argument("file", type=_existing, help="a data file (.pt, .npz, .npy, .mat, .h5)")
+    p.add_argument("file", type=Path, help="a data file (.pt, .npz, .npy, .mat, .h5)")
     a = p.parse_args(argv)
     print("\n".join(inspection.report(a.file)))
     return 0
