@@ -122,7 +122,7 @@ def test_neuraloperators_pt_trains_with_the_file_names_alone(
     assert main([*args, "--boundary", "zero", "--width", "8", "--hidden", "16", "--depth", "1"]) == 0
     said = capsys.readouterr().out
     assert "note: " in said and "key 'x': booleans, read as 0 and 1" in said
-    assert "modes 14: the most the 16x16 grid determines" in said  # 14 + 2 (the factor 1 - t²) = 16 samples
+    assert "modes 14: the most a 16x16 grid determines" in said  # 14 + 2 (the factor 1 - t²) = 16 samples
     assert "held-out (16x16)" in said  # no --test: the last tenth
     model = training.load(out)
     assert model.modes == 14
@@ -147,7 +147,7 @@ def test_the_fno_papers_mat_trains_and_predict_writes_a_mat_equal_to_python(
     out = tmp_path / "run"
     assert main(["train", "--train", str(tmp_path / "burgers.mat"), "--preset", "tiny", "--steps", "3",
                  "--out", str(out), "--no-progress"]) == 0  # fmt: skip
-    assert "modes 6: the most the 6 grid determines" in capsys.readouterr().out
+    assert "modes 6: the most a 6 grid determines" in capsys.readouterr().out
     savemat(tmp_path / "new.mat", {"a": _sines(4, 11, 1)[0]})
     assert main(["predict", str(out), str(tmp_path / "new.mat"), "-o", str(tmp_path / "pred.mat")]) == 0
     model = training.load(out)

@@ -5,7 +5,8 @@ or the one named), checks them as training checks its inputs (:func:`~operators.
 :func:`~.prediction.predict` on the inputs' own grid or on a tensor grid of coordinates (:func:`grid_of`), and
 writes the outputs in the inputs' own arrangement (no channel axis if they had none, channels first if they were
 so) under the key paired with the input's (``x`` → ``y``, ``a`` → ``u``, ``coeff`` → ``sol``), with the
-coordinates beside them as ``x-coordinate`` and ``y-coordinate`` when they were asked for.
+coordinates beside them as ``x-coordinate`` and ``y-coordinate`` (``x_coordinate`` in a ``.mat`` file) when they
+were asked for.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def predict_file(
     out_key = output_key(key, output_key_name)
     arrays = {out_key: pred.numpy()}
     if at is not None and target.suffix.lower() != ".npy":
-        arrays |= {f"{AXIS_NAMES[i]}-coordinate": np.asarray(c.numpy()) for i, c in enumerate(at)}
+        joint = "_" if target.suffix.lower() == ".mat" else "-"  # a MATLAB name has no hyphen
+        arrays |= {f"{AXIS_NAMES[i]}{joint}coordinate": np.asarray(c.numpy()) for i, c in enumerate(at)}
     write(target, arrays)
     return Written(target, out_key, tuple(pred.shape), notes)

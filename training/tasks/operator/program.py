@@ -382,9 +382,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             fitted = fitted_modes(config, train_set)
             if fitted.modes != config.modes:
                 grid = "x".join(map(str, train_set.grid))
-                say(
-                    f"modes {fitted.modes}: the most the {grid} grid determines (the default {config.modes}; --modes N)"
-                )
+                say(f"modes {fitted.modes}: the most a {grid} grid determines (not {config.modes}; --modes N sets it)")
             config = fitted
         check_fit(config, train_set)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
