@@ -114,9 +114,8 @@ def report(path: str | Path) -> list[str]:
     dims = infer_dims(v.shape)
     if v.ndim < 2:
         raise DataError(f"{path}, key {field!r}: shape {v.shape} has no grid axis after the samples")
-    lines.append(
-        f"grid: {dims} axis/axes from key {field!r}'s shape {v.shape} (samples first; --dims 1 or 2 to say otherwise)"
-    )
+    noun = "axis" if dims == 1 else "axes"
+    lines.append(f"grid: {dims} {noun} from key {field!r}'s shape {v.shape} (samples first; --dims to say otherwise)")
     scale = _rms(v)
     flats = {k: f for k in found if (f := _flat(values[k])) is not None and f.size > 1 and k not in (kx, ky)}
     for i in range(dims):
@@ -143,12 +142,13 @@ def _axis(v: np.ndarray, dim: int, name: str, scale: float, flats: dict[str, np.
             f"  last sample against the first: differ by {repeat:.2e} of the field"
             + (" -- the end stored twice (nodes i/(P-1) of a periodic function)" if repeat <= 1e-9 else "")
         )
-        out.append(
-            "  evidence: zero ends stored at both -> nodes or lobatto with boundary zero; zero first, nonzero last "
-            "-> periodic (i/P) with boundary zero; neither -> boundary free or periodic"
-            if zero
-            else "  evidence: no stored end is zero -> boundary free (or periodic, for a periodic function)"
-        )
+        evidence = {
+            ("first", "last"): "both stored ends zero: the layouts that store both (nodes, lobatto) with boundary zero",
+            ("first",): "the first end zero, the last not: periodic (i/P, the end at 1 absent) with boundary zero",
+            ("last",): "the last end zero, the first not: check the first node",
+            (): "no stored end zero: boundary free (periodic for a periodic function), or a layout storing no end",
+        }
+        out.append(f"  evidence: {evidence[tuple(zero)]}")
     for k, c in flats.items():
         if len(c) != p:
             continue
