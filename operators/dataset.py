@@ -26,6 +26,7 @@ from torch import Tensor
 
 from applicative import DataError
 
+from . import layout
 from .files import contents, read
 from .layout import Axis, LayoutError, check_layout
 
@@ -51,12 +52,14 @@ class Samples:
         outputs: ``(N, *grid, C_out)``, float64.
         axes: one :class:`~operators.layout.Axis` per grid axis (one or two).
         where: where the samples came from (a file's name), for messages.
+        notes: what reading them changed, one line each (a field of booleans read as numbers).
     """
 
     inputs: Tensor
     outputs: Tensor
     axes: tuple[Axis, ...]
     where: str = "arrays"
+    notes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return int(self.inputs.shape[0])
@@ -72,9 +75,15 @@ class Samples:
         return int(self.inputs.shape[-1]), int(self.outputs.shape[-1])
 
 
-def _as_array(a: np.ndarray | Tensor, where: str, key: str) -> np.ndarray:
+def _as_array(a: np.ndarray | Tensor, where: str, key: str, notes: list[str]) -> np.ndarray:
+    """The values as a numpy array of real numbers; booleans and integers are read as numbers (``False``, ``True``
+    as 0, 1), said in ``notes``."""
     x = a.detach().cpu().numpy() if isinstance(a, Tensor) else np.asarray(a)
-    if x.dtype == np.bool_ or not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+    if x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer):
+        what = "booleans, read as 0 and 1" if x.dtype == np.bool_ else f"integers ({x.dtype}), read as numbers"
+        notes.append(f"{where}, key {key!r}: {what}")
+        return x.astype(np.float64)
+    if not np.issubdtype(x.dtype, np.floating):
         raise DataError(f"{where}, key {key!r}: values of dtype {x.dtype}, expected real numbers; convert them")
     return x
 
@@ -87,8 +96,9 @@ def _channels_last(x: np.ndarray, dims: int, channels: Channels, where: str, key
         return np.moveaxis(x, 1, -1) if channels == "first" else x
     shape = tuple(x.shape)
     raise DataError(
-        f"{where}, key {key!r}: shape {shape} is not (samples, {', '.join(AXIS_NAMES[:dims])}) or with a channel axis "
-        f"for a grid of {dims} dimension(s); declare the grid's dimensions (dims=1 or 2) or reshape the array"
+        f"{where}, key {key!r}: wrong number of grid axes: shape {shape} is not (samples, "
+        f"{', '.join(AXIS_NAMES[:dims])}) or with a channel axis for a grid of {dims} dimension(s); declare the "
+        "grid's dimensions (dims=1 or 2) or reshape the array"
     )
 
 
@@ -107,6 +117,7 @@ def samples(
     log_input: bool = False,
     where: str = "arrays",
     keys: tuple[str, str] = ("inputs", "outputs"),
+    zero_tolerance: float | None = None,
 ) -> Samples:
     """Checked :class:`Samples` from arrays as a user has them.
 
@@ -118,12 +129,17 @@ def samples(
         dims: the grid's dimensions (default: ``len(axes)``, else :func:`infer_dims`).
         log_input: the model reads ``log inputs``: every input must be positive.
         where, keys: named in messages (the file and its keys).
+        zero_tolerance: how large a ``"zero"`` boundary's stored ends may be, as a fraction of the field's
+            root-mean-square (default: the data's own roughness, :func:`~operators.layout.check_layout`).
+
+    Booleans and integers are read as numbers, said in the result's ``notes``.
 
     Raises:
         DataError: the first assumption the arrays break (:func:`check`).
     """
-    a_in = _as_array(inputs, where, keys[0])
-    a_out = _as_array(outputs, where, keys[1])
+    notes: list[str] = []
+    a_in = _as_array(inputs, where, keys[0], notes)
+    a_out = _as_array(outputs, where, keys[1], notes)
     d = dims if dims is not None else (len(axes) if axes else infer_dims(a_in.shape))
     if d not in (1, 2):
         raise DataError(f"{where}: a grid of {d} dimensions; the operator task takes 1 or 2")
@@ -132,12 +148,82 @@ def samples(
         raise DataError(f"{where}: {len(axes)} axes declared for a grid of {d} dimension(s); declare one per axis")
     x = _channels_last(a_in, d, channels, where, keys[0])
     y = _channels_last(a_out, d, channels, where, keys[1])
-    out = Samples(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(y.astype(np.float64)), axes, where)
-    check(out, log_input=log_input, keys=keys)
+    out = Samples(
+        torch.from_numpy(x.astype(np.float64)), torch.from_numpy(y.astype(np.float64)), axes, where, tuple(notes)
+    )
+    check(out, log_input=log_input, keys=keys, zero_tolerance=zero_tolerance)
     return out
 
 
-def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inputs", "outputs")) -> None:
+def inputs_of(
+    values: np.ndarray | Tensor,
+    axes: Sequence[Axis],
+    in_channels: int,
+    *,
+    channels: Channels = "last",
+    log_input: bool = False,
+    where: str = "arrays",
+    key: str = "inputs",
+) -> tuple[Tensor, tuple[str, ...]]:
+    """Input functions alone ``(N, *grid, C_in)`` float64, checked as :func:`samples` checks a training set's inputs
+    (the number of grid axes and channels, finite values within scale, positive for a log, each axis's layout); and
+    the notes on what reading them changed."""
+    notes: list[str] = []
+    a = _as_array(values, where, key, notes)
+    dims = len(axes)
+    shape = tuple(a.shape)
+    grid_axes = len(shape) - 1 - (len(shape) == dims + 2 and shape[1 if channels == "first" else -1] == in_channels)
+    if grid_axes != dims:
+        raise DataError(
+            f"{where}, key {key!r}: wrong number of grid axes: shape {shape} holds {grid_axes} grid axes of "
+            f"{in_channels} channel(s), but the model's grid has {dims} ({', '.join(AXIS_NAMES[:dims])}); give "
+            "inputs sampled on the model's axes"
+        )
+    x = torch.from_numpy(_channels_last(a, dims, channels, where, key).astype(np.float64))
+    if len(x) == 0:
+        raise DataError(f"{where}, key {key!r}: no samples; the first axis counts samples")
+    _finite(x, where, key)
+    if not log_input and float(_peaks(x).max()) > 0:
+        _within(where, key, "inputs", _peaks(x), each=False)
+    if log_input:
+        _positive(x, where, key)
+    for i, axis in enumerate(axes):
+        try:
+            check_layout(x, axis, 1 + i, AXIS_NAMES[i], f"{where}, key {key!r}", ends=False)
+        except LayoutError as e:
+            raise DataError(str(e)) from None
+    return x, tuple(notes)
+
+
+def _finite(tensor: Tensor, where: str, key: str) -> None:
+    """Every value finite, else a :class:`DataError` with their count and the first bad sample."""
+    least, most = torch.aminmax(tensor)  # NaN propagates: finite extremes mean finite values (and no copy is made)
+    if not (math.isfinite(float(least)) and math.isfinite(float(most))):
+        bad = ~torch.isfinite(tensor)
+        first = int(bad.flatten(1).any(1).nonzero()[0])
+        raise DataError(
+            f"{where}, key {key!r}: {int(bad.sum())} values are NaN or infinite (the first in sample {first}); "
+            "remove those samples or fix them"
+        )
+
+
+def _positive(inputs: Tensor, where: str, key: str) -> None:
+    """Every input positive (a log is taken of them), else a :class:`DataError` with the count and the smallest."""
+    if bool((inputs <= 0).any()):
+        count, low = int((inputs <= 0).sum()), float(inputs.min())
+        raise DataError(
+            f"{where}, key {key!r}: {count} input values are <= 0 (the smallest {low:g}), but the model reads "
+            "log inputs (log_input=true); set log_input=false for data that are not positive"
+        )
+
+
+def check(
+    s: Samples,
+    *,
+    log_input: bool = False,
+    keys: tuple[str, str] = ("inputs", "outputs"),
+    zero_tolerance: float | None = None,
+) -> None:
     """Raise :class:`~applicative.DataError` for the first assumption ``s`` breaks.
 
     In order: at least one sample; equal sample counts and grids; finite values (the count and the first bad
@@ -161,25 +247,15 @@ def check(s: Samples, *, log_input: bool = False, keys: tuple[str, str] = ("inpu
     for tensor, key in ((s.inputs, keys[0]), (s.outputs, keys[1])):
         if tensor.numel() == 0:
             raise DataError(f"{where}, key {key!r}: shape {tuple(tensor.shape)} holds no values; check the array")
-        least, most = torch.aminmax(tensor)  # NaN propagates: finite extremes mean finite values (and no copy is made)
-        if not (math.isfinite(float(least)) and math.isfinite(float(most))):
-            bad = ~torch.isfinite(tensor)
-            first = int(bad.flatten(1).any(1).nonzero()[0])
-            raise DataError(
-                f"{where}, key {key!r}: {int(bad.sum())} values are NaN or infinite (the first in sample {first}); "
-                "remove those samples or fix them"
-            )
+        _finite(tensor, where, key)
     _check_scales(s, keys, log_input)
-    if log_input and bool((s.inputs <= 0).any()):
-        count, low = int((s.inputs <= 0).sum()), float(s.inputs.min())
-        raise DataError(
-            f"{where}, key {keys[0]!r}: {count} input values are <= 0 (the smallest {low:g}), but the model reads "
-            "log inputs (log_input=true); set log_input=false for data that are not positive"
-        )
+    if log_input:
+        _positive(s.inputs, where, keys[0])
     for i, axis in enumerate(s.axes):
         name = AXIS_NAMES[i]
         try:
-            check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}")
+            tolerance = zero_tolerance if zero_tolerance is not None else layout.zero_tolerance(s.outputs, 1 + i)
+            check_layout(s.outputs, axis, 1 + i, name, f"{where}, key {keys[1]!r}", zero_tolerance=tolerance)
             check_layout(s.inputs, axis, 1 + i, name, f"{where}, key {keys[0]!r}", ends=False)
         except LayoutError as e:
             raise DataError(str(e)) from None
@@ -250,11 +326,12 @@ def from_file(
     channels: Channels = "last",
     log_input: bool = False,
     max_bytes: int | None = None,
+    zero_tolerance: float | None = None,
 ) -> Samples:
     """Checked :class:`Samples` from a file (:mod:`operators.files`), keys named or the usual ones.
 
     ``max_bytes`` bounds what the two arrays may take in memory, checked from the file's shapes before any value
-    is read.
+    is read; ``zero_tolerance`` is :func:`samples`'s.
     """
     p = Path(path)
     found = contents(p)
@@ -280,4 +357,5 @@ def from_file(
         log_input=log_input,
         where=str(p),
         keys=(kx, ky),
+        zero_tolerance=zero_tolerance,
     )

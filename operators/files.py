@@ -16,6 +16,8 @@ line naming the file (and key) and what to do.
 from __future__ import annotations
 
 import math
+import pickle
+import pickletools
 import stat
 import zipfile
 from dataclasses import dataclass
@@ -133,17 +135,78 @@ def read(path: str | Path, keys: list[str]) -> dict[str, np.ndarray]:
         ) from None
 
 
+def write(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` by key to ``path`` in the format its suffix names (as :func:`read` reads it back): a dict of
+    tensors (``.pt``), numpy's archive, one array (``.npy``: the only key), MATLAB v5 (``.mat``) or HDF5."""
+    path = Path(path)
+    suffix = _suffix(path)
+    if suffix == ".npy" and len(arrays) != 1:
+        raise DataError(f"{path}: a .npy file holds one array, but {len(arrays)} are written; use .npz")
+    if suffix in (".pt", ".pth"):
+        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}, path)
+    elif suffix == ".npz":
+        np.savez(path, **arrays)  # type: ignore[arg-type]
+    elif suffix == ".npy":
+        np.save(path, next(iter(arrays.values())), allow_pickle=False)
+    elif suffix == ".mat":
+        from scipy.io import savemat
+
+        savemat(str(path), arrays, do_compression=True)
+    else:
+        try:
+            import h5py
+        except ImportError:
+            raise DataError(f"{path}: writing HDF5 needs h5py; pip install h5py, or write .npz") from None
+        with h5py.File(path, "w") as f:
+            for k, v in arrays.items():
+                f.create_dataset(k, data=v)
+
+
 def _torch(path: Path) -> dict[str, torch.Tensor]:
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except RuntimeError:  # an old (non-zip) serialisation cannot be mapped: read it whole
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # an old (non-zip) serialisation cannot be mapped: read it whole
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise DataError(_pickled(path)) from None
     if not isinstance(blob, dict) or not all(isinstance(k, str) for k in blob):
         raise DataError(f"{path}: expected a dict of tensors by name (torch.save({{'x': x, 'y': y}}, path))")
     tensors = {k: v for k, v in blob.items() if isinstance(v, torch.Tensor)}
     if not tensors:
         raise DataError(f"{path}: holds no tensors (keys {', '.join(blob)}); save a dict of tensors")
     return tensors
+
+
+#: the modules whose objects a ``weights_only`` load builds from a dict of tensors
+_TENSOR_MODULES = ("torch", "collections")
+
+
+def _pickled(path: Path) -> str:
+    """Why ``torch.load(weights_only=True)`` refused ``path``, in one line: the key whose value is a pickled object
+    (found by reading the pickle's opcodes, running none of them) and the fix."""
+    key, kind = None, None
+    try:
+        with zipfile.ZipFile(path) as z:
+            name = next(n for n in z.namelist() if n.endswith("data.pkl"))
+            strings: list[str] = []
+            for op, arg, _ in pickletools.genops(z.read(name)):
+                if isinstance(arg, str) and op.name.endswith("UNICODE"):
+                    strings.append(arg)
+                elif op.name in ("GLOBAL", "STACK_GLOBAL"):
+                    named = str(arg).split(" ") if op.name == "GLOBAL" else strings[-2:]
+                    before = strings if op.name == "GLOBAL" else strings[:-2]
+                    if named and named[0].split(".")[0] not in _TENSOR_MODULES:
+                        key = before[-1] if before else None
+                        kind = "numpy array" if named[0].startswith("numpy") else ".".join(named)
+                        break
+    except (zipfile.BadZipFile, StopIteration, ValueError, IndexError, OSError):
+        pass  # an old serialisation or a damaged file: the key is not known
+    what = f"key {key!r} holds a pickled {kind}" if key is not None else f"it holds a pickled {kind or 'object'}"
+    return (
+        f"{path}: {what}, not a tensor, and a pickle is never loaded (it could run code); save tensors instead: "
+        "torch.save({k: torch.as_tensor(v) for k, v in data.items()}, path), or numpy.savez(path, **data)"
+    )
 
 
 def _numbers(t: torch.Tensor) -> np.ndarray:

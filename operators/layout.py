@@ -20,6 +20,7 @@ __all__ = [
     "BOUNDARIES",
     "FREE",
     "LAYOUTS",
+    "NOISE_FACTOR",
     "PERIODIC",
     "REPEAT_TOLERANCE",
     "ZERO",
@@ -38,10 +39,14 @@ __all__ = [
     "check_option",
     "parse_extent",
     "per_axis",
+    "roughness",
+    "zero_tolerance",
 ]
 
-#: a stored end counts as zero when its root-mean-square is below this fraction of the field's
+#: a stored end counts as zero when its root-mean-square is below this fraction of the field's (at least)
 ZERO_TOLERANCE = 1e-3
+#: ... or below this many times the data's roughness at the grid's scale (:func:`roughness`)
+NOISE_FACTOR = 3.0
 #: a periodic axis whose last sample equals its first to this fraction of the field repeats its end
 REPEAT_TOLERANCE = 1e-9
 
@@ -99,6 +104,12 @@ def axes_of(dims: int, layout: str | None, boundary: str | None, extent: str | N
     return tuple(axes)
 
 
+def _above(x: float) -> float:
+    """``x`` rounded up to two significant digits."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / step * (1 - 1e-12)) * step
+
+
 def _edge(values: np.ndarray, dim: int, which: int) -> np.ndarray:
     return np.take(values, [which], axis=dim)
 
@@ -108,8 +119,34 @@ def _rms(x: np.ndarray) -> float:
     return math.sqrt(float(np.vdot(flat, flat)) / flat.size) if flat.size else 0.0
 
 
+def roughness(values: np.ndarray | Tensor, dim: int) -> float:
+    r"""The data's variation at the grid's scale along ``dim``, as a fraction of their root-mean-square: the third
+    differences' root-mean-square over :math:`\sqrt{20}` (white noise of deviation :math:`\sigma` gives
+    :math:`\sigma`; a smooth function :math:`O(h^3)`), ``0`` on fewer than four samples."""
+    v = values.detach().cpu().numpy() if isinstance(values, Tensor) else np.asarray(values)
+    p = v.shape[dim]
+    scale = _rms(v)
+    if p < 4 or scale == 0:
+        return 0.0
+    return _rms(np.diff(v, n=3, axis=dim)) / math.sqrt(20) / scale
+
+
+def zero_tolerance(values: np.ndarray | Tensor, dim: int) -> float:
+    """How large stored ends may be and count as zero along ``dim``, as a fraction of the field's root-mean-square:
+    :data:`ZERO_TOLERANCE`, or :data:`NOISE_FACTOR` times the data's :func:`roughness` where that is larger (ends
+    within the data's own noise pass)."""
+    return max(ZERO_TOLERANCE, NOISE_FACTOR * roughness(values, dim))
+
+
 def check_layout(
-    values: np.ndarray | Tensor, axis: Axis, dim: int, name: str, where: str, *, ends: bool = True
+    values: np.ndarray | Tensor,
+    axis: Axis,
+    dim: int,
+    name: str,
+    where: str,
+    *,
+    ends: bool = True,
+    zero_tolerance: float | None = None,
 ) -> None:
     """Raise :class:`LayoutError` when the samples ``values`` contradict ``axis`` along ``dim``.
 
@@ -145,7 +182,8 @@ def check_layout(
     sizes = {
         k: _rms(e) / scale for k, e, stored in (("first", first, stored_first), ("last", last, stored_last)) if stored
     }
-    bad = [k for k, r in sizes.items() if r > ZERO_TOLERANCE]
+    tolerance = ZERO_TOLERANCE if zero_tolerance is None else zero_tolerance
+    bad = [k for k, r in sizes.items() if r > tolerance]
     if not bad:
         return
     shown = ", ".join(f"{k} {sizes[k]:.1e}" for k in bad)
@@ -161,7 +199,9 @@ def check_layout(
             f"the data do not vanish there; declare boundary {FREE.name} for axis {name} (learned) if that is the "
             "problem"
         )
+    most = max(sizes[k] for k in bad)
     raise LayoutError(
         f"{where}: axis {name} has boundary {axis.boundary.name} imposed, but its stored ends are not zero "
-        f"(root-mean-square over the field's: {shown}); {fix}"
+        f"(root-mean-square over the field's: {shown}, over the tolerance {tolerance:.1e}); {fix}; to impose zero "
+        f"on ends this large anyway: --zero-tolerance {_above(most):g}"
     )

@@ -407,7 +407,7 @@ SPECIFIC = [
     ("examples.operator", Case("an empty boundary", _needs(), ("--boundary", "zero,"), "--boundary 'zero,': an empty value")),  # noqa: E501
     ("examples.operator", Case("an extent too short", _needs(), ("--extent", "0:1e-320"), "its length 1e-320 is too short")),  # noqa: E501
     ("examples.operator", Case("an extent too wide", _needs(), ("--extent", "0:1e308"), "its ends must lie within ±1e+30")),  # noqa: E501
-    ("examples.operator", Case("a negative extent parses", _needs(), ("--extent", "-1:1", "--budget", "soon"), "--budget soon: ")),  # noqa: E501
+    ("examples.operator", Case("a negative extent parses", _needs(), ("--extent", "-1:1", "--budget", "soon"), "--budget soon: a step count")),  # noqa: E501
     ("examples.operator", Case("clip underflows", _needs(), ("--config", "clip=1e-400"), "clip='1e-400': underflows to 0")),  # noqa: E501
     # the law checker: sizes, and any way the target ends
     ("applicative.laws", Case("examples past their bound", _needs(), ("instances:Vector", "--examples", "1000000000"), "--examples 1000000000: must be in 1..100000", alone=True)),  # noqa: E501

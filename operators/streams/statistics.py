@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from applicative import DataError
 from operators.dataset import AXIS_NAMES, Samples, _check_scales
-from operators.layout import Axis, LayoutError, check_layout
+from operators.layout import NOISE_FACTOR, ZERO_TOLERANCE, Axis, LayoutError, check_layout
 
 from .pairs import PairStream
 
@@ -96,7 +96,8 @@ def _moments(count: int, mean: list[float], m2: list[float]) -> Moments:
 class Ends:
     """What :func:`~operators.layout.check_layout` reads of values along one axis of ``points`` samples, as sums of
     squares: of all the values, of the first and the last slice across the axis, and of their difference (``edge``
-    values in a slice)."""
+    values in a slice); and of the third differences along the axis (``rough``, :func:`~operators.layout.roughness`).
+    """
 
     points: int
     edge: int = 0
@@ -104,6 +105,7 @@ class Ends:
     first: float = 0.0
     last: float = 0.0
     difference: float = 0.0
+    rough: float = 0.0
 
     @classmethod
     def of(cls, values: Tensor, dim: int) -> Ends:
@@ -116,6 +118,7 @@ class Ends:
             float(first.pow(2).sum()),
             float(last.pow(2).sum()),
             float((last - first).pow(2).sum()),
+            float(torch.diff(values, n=3, dim=dim).pow(2).sum()) if values.shape[dim] >= 4 else 0.0,
         )
 
     def __add__(self, other: Ends) -> Ends:
@@ -126,7 +129,16 @@ class Ends:
             self.first + other.first,
             self.last + other.last,
             self.difference + other.difference,
+            self.rough + other.rough,
         )
+
+    def zero_tolerance(self) -> float:
+        """:func:`operators.layout.zero_tolerance` of the values these sums are of."""
+        if self.points < 4 or self.total == 0 or self.edge == 0:
+            return ZERO_TOLERANCE
+        rms = math.sqrt(self.total / (self.edge * self.points))
+        rough = math.sqrt(self.rough / (self.edge * (self.points - 3))) / math.sqrt(20) / rms
+        return max(ZERO_TOLERANCE, NOISE_FACTOR * rough)
 
     def witness(self) -> np.ndarray:
         """Values ``(2, points)`` with the same root mean squares over all, the first and last columns and their
@@ -245,7 +257,10 @@ class Summary:
         for i, axis in enumerate(stream.axes):
             name = AXIS_NAMES[i]
             try:
-                check_layout(self.ends[1][i].witness(), axis, 1, name, f"{where}, key {keys[1]!r}")
+                tolerance = self.ends[1][i].zero_tolerance()
+                check_layout(
+                    self.ends[1][i].witness(), axis, 1, name, f"{where}, key {keys[1]!r}", zero_tolerance=tolerance
+                )
                 check_layout(self.ends[0][i].witness(), axis, 1, name, f"{where}, key {keys[0]!r}", ends=False)
             except LayoutError as e:
                 raise DataError(str(e)) from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import tempfile
@@ -26,10 +27,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from models.operator import OperatorModel
+from models.operator import OperatorModel, sizes
 from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_file, infer_dims, pick_key
-from operators.files import contents
-from operators.layout import Axis, LayoutError, axes_of
+from operators.files import ArrayInfo, contents, read
+from operators.inspection import coordinate_key, layout_from
+from operators.layout import LAYOUTS, Axis, LayoutError, axes_of, per_axis
 from training.budget import Budget
 from training.deadline import Clock
 from training.errors import InputError, UserError
@@ -221,6 +223,9 @@ class Options:
     its own; ``None``: the config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start
     afresh in ``out``, whatever checkpoint it holds (``--restart``). ``started``: the seconds the command had run
     before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time`` counts.
+    ``zero_tolerance``: how large a zero boundary's stored ends may be (``--zero-tolerance``; default: the data's
+    own roughness). ``fit_modes``: lower the config's ``modes`` to the most the training grid determines (the
+    command line does when ``modes`` is not given).
     """
 
     train: Path
@@ -242,18 +247,30 @@ class Options:
     restart: bool = False
     program: str = "python -m examples.operator"
     started: float = 0.0
+    zero_tolerance: float | None = None
+    fit_modes: bool = False
 
 
-def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
+def load_data(config: Config, o: Options, say: Callable[[str], None] = print) -> tuple[Samples, dict[str, Samples]]:
     """The checked training samples and test sets (by name); without a test file, the training file's last tenth
-    is held out. A problem with the files is a :class:`~training.DataError` (one line)."""
-    found = contents(o.train)
-    key = pick_key(list(found), o.input_key, INPUT_KEYS, o.train, "input")
-    dims = o.dims if o.dims is not None else infer_dims(found[key].shape)
-    axes = axes_from(dims, o.layout, o.boundary, o.extent)
+    is held out. Every file's keys and shapes are read (and its grid axes counted) before any values. A problem with
+    the files is a :class:`~training.DataError` (one line); what reading changed is said in one line each."""
+    found = {p: contents(p) for p in (o.train, *o.tests)}
+    key = pick_key(list(found[o.train]), o.input_key, INPUT_KEYS, o.train, "input")
+    shape = found[o.train][key].shape
+    dims = o.dims if o.dims is not None else infer_dims(shape)
+    for p in o.tests if o.dims is None else ():
+        k = pick_key(list(found[p]), o.input_key, INPUT_KEYS, p, "input")
+        if infer_dims(found[p][k].shape) != dims:
+            raise UserError(
+                f"{p}, key {k!r}: wrong number of grid axes: shape {found[p][k].shape} is a grid of "
+                f"{infer_dims(found[p][k].shape)} axes, but {o.train}'s {shape} is a grid of {dims}; give test files "
+                "on the training grid's axes (or declare --dims)"
+            )
+    axes = stored_axes(o, found[o.train], dims, shape, say)
 
     def one(path: Path) -> Samples:
-        return from_file(
+        s = from_file(
             path,
             axes,
             input_key=o.input_key,
@@ -262,7 +279,11 @@ def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
             channels=o.channel_axis,
             log_input=config.log_input,
             max_bytes=o.memory.max_bytes,
+            zero_tolerance=o.zero_tolerance,
         )
+        for note in s.notes:
+            say(f"note: {note}")
+        return s
 
     train = one(o.train)
     tests = {name: one(p) for name, p in zip(test_names(o.tests), o.tests, strict=True)}
@@ -281,6 +302,44 @@ def load_data(config: Config, o: Options) -> tuple[Samples, dict[str, Samples]]:
     return train, tests
 
 
+def stored_axes(
+    o: Options, found: Mapping[str, ArrayInfo], dims: int, shape: Sequence[int], say: Callable[[str], None]
+) -> tuple[Axis, ...]:
+    """The grid's axes from the options, where the training file stores an axis's coordinates (1-D arrays such as
+    ``x-coordinate``, :data:`~operators.inspection.COORDINATE_KEYS`) its layout and extent read from them
+    (:func:`~operators.inspection.layout_from`), checked against any declared; each said in one line."""
+    declared = axes_from(dims, o.layout, o.boundary, o.extent)
+    layouts = per_axis(o.layout, dims, "--layout")
+    axes = []
+    for i, axis in enumerate(declared):
+        key = coordinate_key(list(found), AXIS_NAMES[i])
+        points = shape[1 + i] if len(shape) > 1 + i else 0
+        if key is None or math.prod(found[key].shape) != points:
+            axes.append(axis)
+            continue
+        where = f"{o.train}, key {key!r}"
+        name, lo, hi = layout_from(read(o.train, [key])[key], layouts[i], where)
+        if o.extent is not None and not (
+            math.isclose(lo, axis.lo, abs_tol=1e-6 * (hi - lo)) and math.isclose(hi, axis.hi, abs_tol=1e-6 * (hi - lo))
+        ):
+            raise UserError(
+                f"{where}: the coordinates give extent {lo:g}:{hi:g}, but --extent says {axis.lo:g}:{axis.hi:g}"
+            )
+        boundary = axis.boundary if o.boundary is not None else None
+        axes.append(Axis(LAYOUTS[name], lo, hi, boundary))
+        say(f"axis {AXIS_NAMES[i]}: layout {name} on [{lo:g}, {hi:g}], from the coordinates in key {key!r}")
+    return tuple(axes)
+
+
+def fitted_modes(config: Config, s: Samples) -> Config:
+    """``config`` with ``modes`` lowered, if need be, to the most the grid of ``s`` determines: on each axis no
+    more coefficients than samples (:func:`~.task.check_fit`)."""
+    modes = config.modes
+    while modes > 2 and any(p < m for p, m in zip(s.grid, sizes(s.axes, modes), strict=True)):
+        modes -= 1
+    return config if modes == config.modes else config.replace(modes=modes)
+
+
 def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> Report:
     """The whole program: read and check the data, fit the least-squares baseline, train (or resume) to the
     steps or the deadline, report and plot, then train the peer if asked, on the same budget, and report again.
@@ -296,8 +355,14 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         if clock is not None:
             clock.start(o.started)  # the command ends in its time: its start and reading the data count
         t0 = time.perf_counter()
-        train_set, tests = load_data(config, o)
+        train_set, tests = load_data(config, o, say)
         shape = Shape.of(train_set)
+        if o.fit_modes:
+            fitted = fitted_modes(config, train_set)
+            if fitted.modes != config.modes:
+                grid = "x".join(map(str, train_set.grid))
+                say(f"modes {fitted.modes}: the most a {grid} grid determines (not {config.modes}; --modes N sets it)")
+            config = fitted
         check_fit(config, train_set)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
         say(f"data: {len(train_set)} training samples on {'x'.join(map(str, train_set.grid))} ({train_set.where})")
