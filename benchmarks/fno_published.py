@@ -39,6 +39,7 @@ from operators.layout import Axis
 from training import UserError
 from training.cli import Parser, output_file, run_cli, threads, writable_dir
 from training.denormals import flush_denormals
+from training.distributed import device_of
 from training.tasks.operator import Config
 from training.tasks.operator.fno import check_available
 from training.tasks.operator.peers import Plain, PlainFNOTask
@@ -62,17 +63,12 @@ def main() -> None:
     a = p.parse_args()
     if a.steps < 1 or a.evals < 1:
         raise UserError(f"--steps {a.steps}, --evals {a.evals}: both must be at least 1")
+    device = device_of(a.device)  # checked before any work
     try:
         check_available()
     except UserError:
         print(f"result: fno_published_burgers nan (target <= {1.5 * CODE:.2e})")
         raise
-    try:
-        device = torch.device(a.device)
-    except RuntimeError:
-        raise UserError(f"--device {a.device}: not a device; use cpu or cuda") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {a.device}: this machine has no CUDA device; use cpu")
     torch.set_num_threads(a.threads)
     counts, points, fine, modes = ((64, 16), 128, 256, 85) if a.quick else ((1000, 200), 1024, 2048, 682)
     steps = 60 if a.quick else a.steps

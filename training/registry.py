@@ -172,8 +172,8 @@ class TaskSpec(Generic[M]):
         """The parameters of the model of ``fields`` (and ``state``), built on the meta device (shapes only).
 
         Raises:
-            ValueError: the fields contradict each other; :class:`_Uncountable` (a ``ValueError``): the model's
-                constructor reads values, so it cannot be built there.
+            ValueError: the fields contradict each other, or (a private subclass) the model's constructor reads
+                values, so it cannot be built there.
         """
         try:
             with torch.device("meta"):  # shapes only: no storage, however large
