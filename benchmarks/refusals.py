@@ -54,12 +54,8 @@ CASES = (
 )
 
 
-#: the programs' CPU threads (``--threads``)
-THREADS = {"n": 1}
-
-
-def _run(module: str, argv: tuple[str, ...], cwd: Path) -> tuple[float, int, str]:
-    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS["n"]), "PYTHONPATH": str(ROOT)}
+def _run(module: str, argv: tuple[str, ...], cwd: Path, cpu_threads: int = 1) -> tuple[float, int, str]:
+    env = {**os.environ, "OMP_NUM_THREADS": str(cpu_threads), "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", module, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
@@ -82,7 +78,7 @@ def _damaged_run(cwd: Path) -> None:
     torch.save(blob, path)
 
 
-def _fastest(case: Case, repeat: int) -> float:
+def _fastest(case: Case, repeat: int, cpu_threads: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
@@ -91,7 +87,7 @@ def _fastest(case: Case, repeat: int) -> float:
             if case.nan_checkpoint:
                 _damaged_run(cwd)
                 argv = (*argv, "--out", "run")
-            seconds, code, err = _run(case.module, argv, cwd)
+            seconds, code, err = _run(case.module, argv, cwd, cpu_threads)
             lines = err.strip().splitlines()
             if code != 2 or len(lines) != 1:
                 raise SystemExit(f"refusals: {case.name}: expected exit 2 and one line, got {code}: {err[-300:]}")
@@ -105,7 +101,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the first two cases, once each")
     parser.add_argument("--threads", type=threads, default=1, help="the programs' CPU threads (default 1)")
     args = parser.parse_args()
-    THREADS["n"] = args.threads
     cases, repeat = (CASES[:2], 1) if args.quick else (CASES, args.repeat)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min), {repeat} run(s) per case, the fastest kept")
     peers: dict[str, float] = {}
@@ -113,9 +108,11 @@ def main() -> None:
     for case in cases:
         if case.module not in peers:
             with tempfile.TemporaryDirectory() as tmp:
-                peers[case.module] = min(_run(case.module, ("--help",), Path(tmp))[0] for _ in range(repeat))
+                peers[case.module] = min(
+                    _run(case.module, ("--help",), Path(tmp), args.threads)[0] for _ in range(repeat)
+                )
             print(f"  {case.module} --help (the peer): {peers[case.module]:.2f} s")
-        seconds = _fastest(case, repeat)
+        seconds = _fastest(case, repeat, args.threads)
         own = max(0.0, seconds - peers[case.module])
         worst = max(worst, own)
         print(f"  {case.name}: {seconds:.2f} s, {own:.2f} s beyond --help")

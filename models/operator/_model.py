@@ -136,6 +136,12 @@ class OperatorModel(nn.Module):
         """Coefficients per axis of the output series."""
         return tuple(a.boundary.coefficients(self.modes) for a in self.axes)
 
+    @property
+    def shifts_outputs(self) -> bool:
+        """Whether the outputs are standardised about their mean: not where a boundary vanishes (a shift would break
+        it) nor for a ``homogeneous`` model (a shift would break that)."""
+        return not any(a.boundary.vanishes for a in self.axes) and self.homogeneous == 0
+
     # ---- the data's transforms -------------------------------------------------------------------
 
     def check(self, inputs: object, who: str = "OperatorModel") -> Tensor:
@@ -186,8 +192,7 @@ class OperatorModel(nn.Module):
         flat_x, flat_y = x.double().reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
         self.in_shift.copy_(flat_x.mean(0))
         self.in_scale.copy_(flat_x.std(0).clamp_min(1e-12))
-        fixed = any(a.boundary.vanishes for a in self.axes) or self.homogeneous != 0
-        mean = torch.zeros_like(self.head.out_shift) if fixed else flat_y.mean(0)
+        mean = flat_y.mean(0) if self.shifts_outputs else torch.zeros_like(self.head.out_shift)
         self.head.out_shift.copy_(mean)
         self.head.out_scale.copy_((flat_y - mean).pow(2).mean(0).rsqrt().nan_to_num(1.0, 1.0, 1.0))
 

@@ -32,8 +32,7 @@ def fit_scales(model: OperatorModel, s: Summary) -> None:
     root-mean-square about their mean -- about zero where a boundary vanishes, as a shift would break it."""
     if model.log_input or model.homogeneous != 0:
         raise ValueError("fit_scales from a stream's moments needs a model without log_input or homogeneous")
-    fixed = any(a.boundary.vanishes for a in model.axes)
-    mean = torch.zeros_like(s.outputs.mean) if fixed else s.outputs.mean
+    mean = s.outputs.mean if model.shifts_outputs else torch.zeros_like(s.outputs.mean)
     with torch.no_grad():
         model.in_shift.copy_(s.inputs.mean)
         model.in_scale.copy_(s.inputs.std.clamp_min(1e-12))
