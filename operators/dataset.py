@@ -37,6 +37,9 @@ INPUT_KEYS = ("x", "a", "coeff", "input", "inputs")
 #: output keys tried in order when none is named
 OUTPUT_KEYS = ("y", "u", "sol", "output", "outputs")
 AXIS_NAMES = ("x", "y")
+#: the keys a file of trajectories ``(N, T, *grid)`` is found under, in order, when none is named (PDEBench's
+#: ``tensor`` first)
+TRAJECTORY_KEYS = ("tensor", "u", "trajectories", "trajectory", "sol", "data")
 #: the sizes data may have (an output sample's largest value, any input's): a float32 model squares them
 SMALLEST, LARGEST = 1e-15, 1e15
 #: bytes in memory per value read, beyond the file's own dtype: the float64 copy and the checks' masks
@@ -100,6 +103,14 @@ def _channels_last(x: np.ndarray, dims: int, channels: Channels, where: str, key
         f"{', '.join(AXIS_NAMES[:dims])}) or with a channel axis for a grid of {dims} dimension(s); declare the "
         "grid's dimensions (dims=1 or 2) or reshape the array"
     )
+
+
+def fields_of(
+    values: np.ndarray | Tensor, dims: int, channels: Channels, where: str, key: str, notes: list[str]
+) -> np.ndarray:
+    """An array as a user has it, ``(N, *grid)``, ``(N, *grid, C)`` or (``channels="first"``) ``(N, C, *grid)``, as
+    real numbers ``(N, *grid, C)`` (booleans and integers read as numbers, said in ``notes``)."""
+    return _channels_last(_as_array(values, where, key, notes), dims, channels, where, key)
 
 
 def infer_dims(shape: Sequence[int]) -> int:

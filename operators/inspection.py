@@ -20,7 +20,7 @@ import numpy as np
 
 from applicative import DataError
 
-from .dataset import AXIS_NAMES, INPUT_KEYS, OUTPUT_KEYS, infer_dims
+from .dataset import AXIS_NAMES, INPUT_KEYS, OUTPUT_KEYS, TRAJECTORY_KEYS, infer_dims
 from .files import contents, read
 from .layout import LAYOUTS, NOISE_FACTOR, ZERO_TOLERANCE, roughness
 
@@ -109,15 +109,41 @@ def report(path: str | Path) -> list[str]:
     )
     field = ky if ky is not None else kx
     if field is None:
-        return lines
+        field = next((k for k in TRAJECTORY_KEYS if k in found and len(found[k].shape) >= 3), None)
+        if field is None:
+            return lines
+        lines.append(f"trajectories: key {field!r}? (--time-axis K names the axis that counts the states)")
     v = values[field].astype(np.float64)
+    t_key = coordinate_key(list(found), "t")
+    times = None if t_key is None else _flat(values[t_key])
+    steps = [] if times is None else [i for i in range(1, v.ndim) if len(times) in (v.shape[i], v.shape[i] + 1)]
+    if t_key is not None and times is not None:
+        said = " or ".join(f"axis {i} ({v.shape[i]} states)" for i in steps) or "no axis"
+        lines.append(
+            f"time: key {t_key!r} holds {len(times)} times ({float(times[0]):.4g} .. {float(times[-1]):.4g}), as "
+            f"many as (or one more than, edges) {said} of key {field!r}"
+            + (f": --time-axis {steps[0]}" if len(steps) == 1 else "")
+        )
+    if kx is not None and ky is not None and v.ndim == len(found[kx].shape) + 1:
+        extra = [i for i in range(1, v.ndim) if (*v.shape[:i], *v.shape[i + 1 :]) == found[kx].shape]
+        lines.append(
+            f"time: key {ky!r} {v.shape} holds one axis more than key {kx!r} {found[kx].shape}: an initial condition "
+            f"and its trajectory, the states along "
+            + (" or ".join(f"axis {i}" for i in extra) or "an axis (the other shapes differ)")
+            + (f": --time-axis {extra[0]}" if len(extra) == 1 else "")
+        )
+        steps = steps if steps else extra
+    if len(steps) == 1:  # the grid of one state
+        v = np.take(v, 0, axis=steps[0])
+        lines.append(f"grid of one state: key {field!r} without axis {steps[0]}")
     dims = infer_dims(v.shape)
     if v.ndim < 2:
         raise DataError(f"{path}, key {field!r}: shape {v.shape} has no grid axis after the samples")
     noun = "axis" if dims == 1 else "axes"
     lines.append(f"grid: {dims} {noun} from key {field!r}'s shape {v.shape} (samples first; --dims to say otherwise)")
     scale = _rms(v)
-    flats = {k: f for k in found if (f := _flat(values[k])) is not None and f.size > 1 and k not in (kx, ky)}
+    skip = (kx, ky, field, t_key)
+    flats = {k: f for k in found if (f := _flat(values[k])) is not None and f.size > 1 and k not in skip}
     for i in range(dims):
         lines += _axis(v, 1 + i, AXIS_NAMES[i], scale, flats, field)
     return lines

@@ -30,12 +30,15 @@ from training.errors import UserError
 
 from .config import PRESETS, Config
 from .program import Options, execute, parse_time
+from .shape import MAX_STATES
+from .time_axis import TimeOptions
 
 COMMAND = "applicative-transformers"
 TRAIN_EXAMPLES = """examples:
   %(prog)s --train train.npz --test test.npz --time 10m
   %(prog)s --train darcy_train.pt --test darcy_test.pt --layout periodic --boundary zero --log-input true
-  %(prog)s --train burgers.mat --input-key a --output-key u --dims 1 --layout periodic"""
+  %(prog)s --train burgers.mat --input-key a --output-key u --dims 1 --layout periodic
+  %(prog)s --train trajectories.h5 --time-axis 1 --window 10 --horizon 10 --layout periodic"""
 
 
 def _per_axis(option: str) -> Callable[[str], str]:
@@ -92,6 +95,26 @@ def train_parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--budget", help=argparse.SUPPRESS)  # split into --steps and --time: said so in one line
     p.add_argument("--baseline", choices=("fno",), help="also train neuraloperator's FNO on the same data")
+    t = p.add_argument_group("time", "files whose arrays hold a time axis (see the operator guide)")
+    t.add_argument(
+        "--time-axis",
+        type=cli.bounded(1, MAX_STATES),
+        metavar="K",
+        help="the arrays' axis that counts the states (the samples' axis is 0): trajectories (N, T, *grid), or an "
+        "initial condition (N, *grid) and its trajectory (N, T, *grid)",
+    )
+    t.add_argument(
+        "--window",
+        type=cli.bounded(1, MAX_STATES),
+        metavar="W",
+        help="trajectories: the past states the model steps from (default 1)",
+    )
+    t.add_argument(
+        "--horizon",
+        type=cli.bounded(1, MAX_STATES),
+        metavar="H",
+        help="trajectories: the steps a test rollout predicts (default: the rest of each test trajectory)",
+    )
     return p
 
 
@@ -105,6 +128,9 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
     if a.time is not None and a.steps is None and "steps" not in given:
         config = config.replace(steps=MAX_STEPS)  # the deadline ends the run, not the preset's steps
     modes_given = "modes" in given or getattr(a, "field_modes", None) is not None
+    for flag, value in (("--window", a.window), ("--horizon", a.horizon)):
+        if value is not None and a.time_axis is None:
+            raise UserError(f"{flag} steps through time: give --time-axis K, the arrays' axis that counts the states")
     return config, Options(
         train=a.train,
         tests=tuple(a.test),
@@ -126,6 +152,7 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
         program=prog,
         zero_tolerance=a.zero_tolerance,
         fit_modes=not modes_given,
+        time_axis=None if a.time_axis is None else TimeOptions(a.time_axis, a.window, a.horizon),
     )
 
 
@@ -145,6 +172,12 @@ def train(argv: list[str] | None, prog: str = f"{COMMAND} train", *, command: bo
         if name in r.linear.tests:
             line += f"  | least squares {r.linear.tests[name].mean:.3e}"
         print(line)
+    for name, h in r.horizon.items():
+        line = f"{name}: over {h.steps} steps, relative L2 mean {h.mean:.3e}  median {h.median:.3e}  max {h.max:.3e}"
+        if h.least_squares_mean is not None:
+            line += f"  | least squares {h.least_squares_mean:.3e}"
+        print(line)
+        print(f"  per step: {' '.join(f'{e:.2e}' for e in h.per_step)}")
     if r.linear.skipped is not None:
         print(f"least-squares baseline skipped: {r.linear.skipped}")
     print(f"wrote {o.out / 'report.json'}, {o.out / 'checkpoint.pt'} and the worst samples' plots")
@@ -156,7 +189,7 @@ def predict(argv: list[str] | None) -> int:
     from training import load
     from training.budget import Budget
 
-    from .apply import grid_of, predict_file
+    from .apply import grid_of, predict_file, predict_time_file, recorded_time
 
     p = cli.Parser(prog=f"{COMMAND} predict", description="apply a trained run to a file of inputs")
     p.add_argument("run", type=Path, help="the run directory (train's --out)")
@@ -166,6 +199,13 @@ def predict(argv: list[str] | None) -> int:
     p.add_argument("--output-key", help="the outputs' key (default: paired with the input's: x -> y, a -> u, ...)")
     p.add_argument("--channel-axis", choices=("last", "first"), default="last", help="where a channel axis sits")
     p.add_argument("--at", help="evaluate on this grid instead: LO:HI:COUNT per axis (x,y), e.g. 0:1:101")
+    p.add_argument(
+        "--horizon",
+        type=cli.bounded(1, MAX_STATES),
+        metavar="H",
+        help="a run on trajectories: the steps to roll out from each input trajectory's last states (default: the "
+        "run's horizon)",
+    )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--memory", type=cli.gib, default=8.0, metavar="GIB", help="the memory the prediction may take")
     a = p.parse_args(argv)
@@ -179,16 +219,15 @@ def predict(argv: list[str] | None) -> int:
             f"{a.run}: a run of another task ({type(model).__name__}); give an operator run (train's --out)"
         )
     at = None if a.at is None else grid_of(a.at, model.dims)
-    written = predict_file(
-        model,
-        source,
-        target,
-        input_key=a.input_key,
-        output_key_name=a.output_key,
-        channels=a.channel_axis,
-        at=at,
-        budget=Budget.memory(a.memory),
-    )
+    time = recorded_time(a.run)
+    budget = Budget.memory(a.memory)
+    keys = {"input_key": a.input_key, "output_key_name": a.output_key, "channels": a.channel_axis}
+    if time is not None:
+        written = predict_time_file(model, time, source, target, **keys, horizon=a.horizon, at=at, budget=budget)
+    elif a.horizon is not None:
+        raise UserError(f"--horizon: {a.run} was trained without a time axis; drop --horizon")
+    else:
+        written = predict_file(model, source, target, **keys, at=at, budget=budget)
     for note in written.notes:
         print(f"note: {note}")
     print(f"wrote {written.path}: key {written.key!r}, shape {written.shape}")

@@ -7,6 +7,7 @@
 * :func:`report` -- the errors per test file (mean, median, max; each at its own resolution), and
   :func:`linear_baseline` -- the least-squares linear map's, on the test files on the training grid;
 * :func:`plot_worst` -- the worst test sample of a file: input, truth, prediction and error;
+* :func:`load_time_data` -- a time-dependent file's trajectories (``--time-axis``; :mod:`~.time_axis`);
 * :func:`execute` -- the whole program, returning a :class:`Report` (written to ``report.json`` as well).
 """
 
@@ -19,7 +20,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +40,25 @@ from training.threads import use_threads
 
 from . import fno
 from .config import Config
-from .linear import least_squares
+from .linear import LinearMap, least_squares
 from .model import SPEC, record
-from .shape import Shape
+from .shape import Shape, Time
 from .task import build_model, check_fit
 from .task import errors as sample_errors
 from .task import train as train_model
+from .time_axis import (
+    HorizonErrors,
+    Keys,
+    TimeData,
+    TimeOptions,
+    dims_of,
+    horizon_report,
+    keys_of,
+    pairs_of,
+    read_states,
+    split_off,
+    state_shape,
+)
 
 
 def axes_from(dims: int, layout: str | None, boundary: str | None, extent: str | None) -> tuple[Axis, ...]:
@@ -98,6 +112,7 @@ class LinearBaseline:
     ridge: float | None = None
     tests: dict[str, Errors] = field(default_factory=dict)
     skipped: str | None = None
+    fit: LinearMap | None = field(default=None, repr=False, compare=False)
 
 
 def linear_baseline(train: Samples, tests: Mapping[str, Samples]) -> LinearBaseline:
@@ -108,7 +123,7 @@ def linear_baseline(train: Samples, tests: Mapping[str, Samples]) -> LinearBasel
     except InputError as e:
         return LinearBaseline(skipped=str(e))
     errs = {name: fit.errors(s) for name, s in tests.items() if s.grid == train.grid}
-    return LinearBaseline(fit.ridge, report(errs, tests))
+    return LinearBaseline(fit.ridge, report(errs, tests), fit=fit)
 
 
 @dataclass(frozen=True)
@@ -137,6 +152,8 @@ class Report:
         history: the held-out errors along the run (one record per evaluation).
         linear: the least-squares baseline.
         fno: the peer (``--baseline fno``), or ``None``.
+        horizon: per test set, the errors over the time horizon (a time-dependent run's; ``tests`` are then the
+            one-step errors of trajectories' windows, or the whole trajectory's of initial conditions).
     """
 
     config: dict[str, Any]
@@ -149,10 +166,13 @@ class Report:
     history: list[dict[str, float]]
     linear: LinearBaseline
     fno: Peer | None = None
+    horizon: dict[str, HorizonErrors] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data: the fields, a skipped baseline as ``{"skipped": why}``, no ``fno`` key without the peer."""
-        out = dataclasses.asdict(self)
+        """Plain data: the fields, a skipped baseline as ``{"skipped": why}``, no ``fno`` key without the peer, no
+        ``horizon`` key without a time axis."""
+        out = dataclasses.asdict(dataclasses.replace(self, linear=dataclasses.replace(self.linear, fit=None)))
+        out["linear"].pop("fit")
         out["linear"] = (
             {"skipped": self.linear.skipped}
             if self.linear.skipped is not None
@@ -160,6 +180,8 @@ class Report:
         )
         if self.fno is None:
             out.pop("fno")
+        if not self.horizon:
+            out.pop("horizon")
         return out
 
 
@@ -225,7 +247,8 @@ class Options:
     before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time`` counts.
     ``zero_tolerance``: how large a zero boundary's stored ends may be (``--zero-tolerance``; default: the data's
     own roughness). ``fit_modes``: lower the config's ``modes`` to the most the training grid determines (the
-    command line does when ``modes`` is not given).
+    command line does when ``modes`` is not given). ``time_axis``: the files hold a time axis (``--time-axis``,
+    ``--window``, ``--horizon``; :mod:`~.time_axis`).
     """
 
     train: Path
@@ -249,6 +272,7 @@ class Options:
     started: float = 0.0
     zero_tolerance: float | None = None
     fit_modes: bool = False
+    time_axis: TimeOptions | None = None
 
 
 def load_data(config: Config, o: Options, say: Callable[[str], None] = print) -> tuple[Samples, dict[str, Samples]]:
@@ -293,13 +317,91 @@ def load_data(config: Config, o: Options, say: Callable[[str], None] = print) ->
         cut = len(train) - max(1, len(train) // 10)
         tests = {"held-out": Samples(train.inputs[cut:], train.outputs[cut:], axes, f"{o.train} (last tenth)")}
         train = Samples(train.inputs[:cut], train.outputs[:cut], axes, str(o.train))
-    for s in tests.values():
+    same_channels(train, tests.values())
+    return train, tests
+
+
+def same_channels(train: Samples, tests: Iterable[Samples]) -> None:
+    """A :class:`~training.UserError` naming the first test set whose channels differ from the training set's."""
+    for s in tests:
         if s.channels != train.channels:
             raise UserError(
-                f"{s.where}: {s.channels[0]} input and {s.channels[1]} output channels, but {o.train} has "
+                f"{s.where}: {s.channels[0]} input and {s.channels[1]} output channels, but {train.where} has "
                 f"{train.channels[0]} and {train.channels[1]}; the test sets need the training set's channels"
             )
-    return train, tests
+
+
+def load_time_data(config: Config, o: Options, say: Callable[[str], None] = print) -> TimeData:
+    """A time-dependent run's data (``o.time_axis``): the form and keys of each file (:func:`~.time_axis.keys_of`,
+    every file of one form), the grid's axes counted and declared from the states' shape before any value is read,
+    then the pairs the model trains on and the test files' trajectories; without a test file the training file's
+    last tenth of trajectories is held out."""
+    assert o.time_axis is not None
+    t = o.time_axis
+    paths = (o.train, *o.tests)
+    found = {p: contents(p) for p in paths}
+    keys = {p: keys_of(found[p], p, t, o.input_key, o.output_key) for p in paths}
+    form = keys[o.train].form
+    for p in o.tests:
+        if keys[p].form != form:
+            raise UserError(f"{p}: holds {_form_words(keys[p])}, but {o.train} holds {_form_words(keys[o.train])}")
+    dims = dims_of(found, keys, t, o.dims)
+    k = keys[o.train]
+    shape = state_shape(found[o.train][k.states], t.axis, o.train, k.states)
+    axes = stored_axes(o, found[o.train], dims, shape, say)
+    window = (t.window or 1) if form == "trajectory" else 0
+    read_ = {p: read_states(p, keys[p], t, dims, o.channel_axis, o.memory.max_bytes, window) for p in paths}
+    for p, (s, _, notes) in read_.items():
+        for note in notes:
+            say(f"note: {note}")
+        if form == "trajectory" and s.shape[1] <= window:
+            raise UserError(
+                f"{p}, key {keys[p].states!r}: {s.shape[1]} states per trajectory, not more than the window of "
+                f"{window}; give a shorter --window"
+            )
+    states, initial, _ = read_[o.train]
+    tests = {name: read_[p] for name, p in zip(test_names(o.tests), o.tests, strict=True)}
+    wheres = {name: str(p) for name, p in zip(test_names(o.tests), o.tests, strict=True)}
+    if not tests:
+        cut = split_off(len(states), o.train)
+        tests = {"held-out": (states[cut:], None if initial is None else initial[cut:], [])}
+        wheres = {"held-out": f"{o.train} (last tenth)"}
+        states, initial = states[:cut], None if initial is None else initial[:cut]
+    fields = int(states.shape[-1])
+    if form == "trajectory":
+        shortest = min(int(s.shape[1]) for s, _, _ in tests.values())
+        horizon = t.horizon if t.horizon is not None else shortest - window
+        if not 1 <= horizon <= shortest - window:
+            raise UserError(
+                f"--horizon {horizon}: a test file's trajectories hold {shortest} states, so a rollout from a window "
+                f"of {window} predicts at most {shortest - window}; give --horizon 1..{shortest - window}"
+            )
+    else:
+        horizon = int(states.shape[1])
+    time = Time(form, t.axis, window, horizon, fields)
+
+    def pairs(s: Tensor, x: Any, where: str) -> Samples:
+        return pairs_of(s, x, k, window, axes, where, o.channel_axis, config.log_input, o.zero_tolerance)
+
+    train = pairs(states, initial, str(o.train))
+    scored = {name: pairs(s, x, wheres[name]) for name, (s, x, _) in tests.items()}
+    same_channels(train, scored.values())
+    rolled = {name: s for name, (s, _, _) in tests.items()} if form == "trajectory" else {}
+    what = (
+        f"windows of {window} state(s) to the next, rolled out {horizon} steps"
+        if form == "trajectory"
+        else (f"an initial condition to its {horizon} states")
+    )
+    say(f"time: axis {t.axis} of key {k.states!r}, {what}")
+    return TimeData(time, train, scored, rolled)
+
+
+def _form_words(k: Keys) -> str:
+    return (
+        f"trajectories (key {k.states!r})"
+        if k.initial is None
+        else (f"an initial condition (key {k.initial!r}) and its trajectory (key {k.states!r})")
+    )
 
 
 def stored_axes(
@@ -355,8 +457,9 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         if clock is not None:
             clock.start(o.started)  # the command ends in its time: its start and reading the data count
         t0 = time.perf_counter()
-        train_set, tests = load_data(config, o, say)
-        shape = Shape.of(train_set)
+        timed = load_time_data(config, o, say) if o.time_axis is not None else None
+        train_set, tests = (timed.train, timed.tests) if timed is not None else load_data(config, o, say)
+        shape = dataclasses.replace(Shape.of(train_set), time=None if timed is None else timed.time)
         if o.fit_modes:
             fitted = fitted_modes(config, train_set)
             if fitted.modes != config.modes:
@@ -378,7 +481,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         linear = linear_baseline(train_set, tests)
         say(f"config: {config}")
         if clock is not None:
-            clock.ends["evaluation"], clock.tail = rehearse(config, train_set, tests, device, o.threads)
+            clock.ends["evaluation"], clock.tail = rehearse(config, train_set, tests, device, o.threads, timed)
             if resumed is None:
                 check_room(clock)
             say(
@@ -397,11 +500,13 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             data=seen,
             restart=o.restart,
             deadline=clock,
+            shape=shape,
         )
         model, errs = run.trained.model, run.task.errors()
         params = sum(p.numel() for p in model.parameters())
         for name, e in errs.items():
             plot_worst(model, tests[name], e, o.out / f"worst-{name}.png")
+        horizon = {} if timed is None else horizons(model, timed, linear.fit, o.out)
         result = Report(
             record(config, shape),
             torch.__version__,
@@ -412,6 +517,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             report(errs, tests),
             run.trained.history,
             linear,
+            horizon=horizon,
         )
         write_report(result, o.out)
         if o.baseline == "fno":
@@ -455,12 +561,29 @@ def check_room(clock: Clock) -> None:
         )
 
 
+def horizons(model: OperatorModel, timed: TimeData, linear: LinearMap | None, out: Path) -> dict[str, HorizonErrors]:
+    """Per test set, the errors over the time horizon (:func:`~.time_axis.horizon_report`), the worst trajectory
+    plotted to ``out/rollout-NAME.png``."""
+    return {
+        name: horizon_report(
+            model, timed.time, timed.trajectories.get(name, s), s.where, s.axes, linear, out / f"rollout-{name}.png"
+        )
+        for name, s in timed.tests.items()
+    }
+
+
 def rehearse(
-    config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device, threads: int | None
+    config: Config,
+    train: Samples,
+    tests: Mapping[str, Samples],
+    device: torch.device,
+    threads: int | None,
+    timed: TimeData | None = None,
 ) -> tuple[float, float]:
-    """The seconds of an evaluation (the errors on each test set) and of the report after training (those errors
-    and the plot of each set's worst sample), timed once on the untrained model (which imports the plotting library
-    as well): the room a deadline keeps for the final evaluation and for the report."""
+    """The seconds of an evaluation (the errors on each test set) and of the report after training (those errors,
+    the plot of each set's worst sample and, with a time axis, the rollouts), timed once on the untrained model
+    (which imports the plotting library as well): the room a deadline keeps for the final evaluation and for the
+    report."""
     before = torch.get_num_threads()
     try:
         with (
@@ -474,6 +597,8 @@ def rehearse(
             evaluation = time.perf_counter() - t0
             for name, s in tests.items():
                 plot_worst(model, s, errs[name], Path(d) / f"{name}.png")
+            if timed is not None:
+                horizons(model, timed, None, Path(d))
             return evaluation, time.perf_counter() - t0
     finally:
         torch.set_num_threads(before)

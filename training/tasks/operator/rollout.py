@@ -39,10 +39,20 @@ def _fields(t: Tensor, dims: int) -> Tensor:
     return t[..., None] if t.ndim == dims + 2 else t
 
 
-def windows(trajectories: Tensor, window: int, axes: Sequence[Axis], *, where: str = "trajectories") -> Samples:
+def windows(
+    trajectories: Tensor,
+    window: int,
+    axes: Sequence[Axis],
+    *,
+    where: str = "trajectories",
+    key: str = "trajectories",
+    log_input: bool = False,
+    zero_tolerance: float | None = None,
+) -> Samples:
     """Every run of ``window + 1`` consecutive states of ``trajectories`` ``(N, T, *grid[, C])`` as a checked pair:
     inputs ``(N (T - window), *grid, window C)`` (the states oldest first, each one's ``C`` fields together) and
-    outputs ``(N (T - window), *grid, C)``."""
+    outputs ``(N (T - window), *grid, C)``. ``where`` and ``key`` are named in messages; ``log_input`` and
+    ``zero_tolerance`` are :func:`~operators.dataset.samples`'."""
     dims = len(axes)
     t = _fields(trajectories, dims)
     if t.ndim != dims + 3:
@@ -54,7 +64,16 @@ def windows(trajectories: Tensor, window: int, axes: Sequence[Axis], *, where: s
     runs = runs.movedim(-1, 2)  # (N, T - window, window + 1, *grid, C)
     history = runs[:, :, :window].movedim(2, -2).flatten(-2)  # (N, T - window, *grid, window C): state-major
     target = runs[:, :, window]
-    return samples(history.flatten(0, 1), target.flatten(0, 1), axes, dims=dims, where=where)
+    return samples(
+        history.flatten(0, 1),
+        target.flatten(0, 1),
+        axes,
+        dims=dims,
+        where=where,
+        keys=(key, key),
+        log_input=log_input,
+        zero_tolerance=zero_tolerance,
+    )
 
 
 def model_step(model: OperatorModel) -> Step:

@@ -172,15 +172,19 @@ def train(
     tests: Mapping[str, Samples],
     out: Path | None,
     device: torch.device | str = "cpu",
+    *,
+    shape: Shape | None = None,
     **options: Unpack[FitOptions],
 ) -> Run:
-    """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
+    """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps. ``shape``: what
+    the checkpoint records of the data (default ``Shape.of(train_set)``; a time-dependent run's says how time
+    enters)."""
     check_fit(config, train_set)
     task = OperatorTask(config, train_set, tests, torch.device(device))
     fix = "try a smaller --config lr= or a --config clip= (gradient-norm clipping)"
     progress = fit(
         task,
-        config=record(config, Shape.of(train_set)),
+        config=record(config, shape if shape is not None else Shape.of(train_set)),
         steps=config.steps,
         out=out,
         eval_every=config.eval_every,
