@@ -83,7 +83,7 @@ def test_trajectories_train_by_windows_and_the_reported_rollout_is_what_predict_
     np.savez(tmp_path / "test.npz", u=test)
     out = tmp_path / "run"
     args = ["train", "--train", str(tmp_path / "train.npz"), "--test", str(tmp_path / "test.npz"), "--out", str(out)]
-    assert main([*args, *TINY, "--steps", "30", "--time-axis", "1", "--window", "2", "--horizon", "5"]) == 0
+    assert main([*args, *TINY, "--steps", "30", "--time-axis", "1", "--time-window", "2", "--horizon", "5"]) == 0
     said = capsys.readouterr().out
     assert "windows of 2 state(s) to the next, rolled out 5 steps" in said and "per step:" in said
     h = _horizon(out)
@@ -159,9 +159,9 @@ def test_an_initial_condition_maps_to_its_trajectory_stored_with_time_last(
 
 def test_time_options_are_checked_before_any_file_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = str(tmp_path / "nothing.npz")
-    assert main(["train", "--train", missing, "--window", "3"]) == 2
+    assert main(["train", "--train", missing, "--time-window", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--window" in err and "--time-axis" in err
+    assert "\n" not in err and "--time-window" in err and "--time-axis" in err
     assert main(["train", "--train", missing, "--time-axis", "0"]) == 2
     assert "--time-axis" in capsys.readouterr().err
 
@@ -170,7 +170,7 @@ def test_time_options_are_checked_before_any_file_is_read(tmp_path: Path, capsys
     ("arrays", "flags", "says"),
     [
         ({"u": np.zeros((4, 6, 8))}, ["--time-axis", "3"], "--time-axis 3, but shape (4, 6, 8) has axes 1..2"),
-        ({"u": np.ones((4, 3, 8))}, ["--time-axis", "1", "--window", "3"], "give a shorter --window"),
+        ({"u": np.ones((4, 3, 8))}, ["--time-axis", "1", "--time-window", "3"], "give a shorter --time-window"),
         ({"u": np.ones((8, 6, 8))}, ["--time-axis", "1", "--horizon", "9"], "give --horizon 1..5"),
         ({"a": np.ones((4, 8)), "u": np.ones((4, 8))}, ["--time-axis", "1"], "one axis more than key 'a'"),
         ({"a": np.ones((4, 8)), "u": np.ones((4, 3, 8))}, ["--time-axis", "1", "--horizon", "2"], "drop --horizon"),
@@ -247,3 +247,14 @@ def test_a_pdebench_style_file_is_inspected_then_trained_with_the_flag_inspect_n
     said = capsys.readouterr().out
     assert "layout centres on [0, 1], from the coordinates in key 'x-coordinate'" in said
     assert _horizon(out)["steps"] == states - 1 and _horizon(out)["samples"] == 3
+
+
+def test_the_time_window_leaves_the_attention_window_alone(tmp_path: Path) -> None:
+    """``--time-window`` is the states a step reads; the config's ``window`` (the attention's) keeps its value."""
+    np.savez(tmp_path / "train.npz", u=heat(20, 16, 6, 0))
+    out = tmp_path / "run"
+    args = ["train", "--train", str(tmp_path / "train.npz"), "--out", str(out), *TINY, "--steps", "2"]
+    assert main([*args, "--time-axis", "1", "--time-window", "3"]) == 0
+    model = training.load(out)
+    assert model.in_channels == 3
+    assert json.loads((out / "report.json").read_text())["config"]["window"] == 0.0

@@ -38,7 +38,7 @@ TRAIN_EXAMPLES = """examples:
   %(prog)s --train train.npz --test test.npz --time 10m
   %(prog)s --train darcy_train.pt --test darcy_test.pt --layout periodic --boundary zero --log-input true
   %(prog)s --train burgers.mat --input-key a --output-key u --dims 1 --layout periodic
-  %(prog)s --train trajectories.h5 --time-axis 1 --window 10 --horizon 10 --layout periodic"""
+  %(prog)s --train trajectories.h5 --time-axis 1 --time-window 10 --horizon 10 --layout periodic"""
 
 
 def _per_axis(option: str) -> Callable[[str], str]:
@@ -104,7 +104,7 @@ def train_parser(prog: str) -> argparse.ArgumentParser:
         "initial condition (N, *grid) and its trajectory (N, T, *grid)",
     )
     t.add_argument(
-        "--window",
+        "--time-window",
         type=cli.bounded(1, MAX_STATES),
         metavar="W",
         help="trajectories: the past states the model steps from (default 1)",
@@ -128,7 +128,7 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
     if a.time is not None and a.steps is None and "steps" not in given:
         config = config.replace(steps=MAX_STEPS)  # the deadline ends the run, not the preset's steps
     modes_given = "modes" in given or getattr(a, "field_modes", None) is not None
-    for flag, value in (("--window", a.window), ("--horizon", a.horizon)):
+    for flag, value in (("--time-window", a.time_window), ("--horizon", a.horizon)):
         if value is not None and a.time_axis is None:
             raise UserError(f"{flag} steps through time: give --time-axis K, the arrays' axis that counts the states")
     return config, Options(
@@ -152,7 +152,7 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
         program=prog,
         zero_tolerance=a.zero_tolerance,
         fit_modes=not modes_given,
-        time_axis=None if a.time_axis is None else TimeOptions(a.time_axis, a.window, a.horizon),
+        time_axis=None if a.time_axis is None else TimeOptions(a.time_axis, a.time_window, a.horizon),
     )
 
 

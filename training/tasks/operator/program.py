@@ -248,7 +248,7 @@ class Options:
     ``zero_tolerance``: how large a zero boundary's stored ends may be (``--zero-tolerance``; default: the data's
     own roughness). ``fit_modes``: lower the config's ``modes`` to the most the training grid determines (the
     command line does when ``modes`` is not given). ``time_axis``: the files hold a time axis (``--time-axis``,
-    ``--window``, ``--horizon``; :mod:`~.time_axis`).
+    ``--time-window``, ``--horizon``; :mod:`~.time_axis`).
     """
 
     train: Path
@@ -357,7 +357,7 @@ def load_time_data(config: Config, o: Options, say: Callable[[str], None] = prin
         if form == "trajectory" and s.shape[1] <= window:
             raise UserError(
                 f"{p}, key {keys[p].states!r}: {s.shape[1]} states per trajectory, not more than the window of "
-                f"{window}; give a shorter --window"
+                f"{window}; give a shorter --time-window"
             )
     states, initial, _ = read_[o.train]
     tests = {name: read_[p] for name, p in zip(test_names(o.tests), o.tests, strict=True)}

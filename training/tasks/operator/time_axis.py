@@ -4,7 +4,7 @@ A time-dependent file holds one of two things (``--time-axis K`` says where time
 arrays, the samples' axis being 0):
 
 * **trajectories**: one array ``(N, T, *grid[, C])`` (key ``tensor``, ``u``, ``trajectories``, ... or
-  ``--input-key``). The model maps a window of ``W`` consecutive states (``--window``; stacked as ``W · C`` input
+  ``--input-key``). The model maps a window of ``W`` consecutive states (``--time-window``; stacked as ``W · C`` input
   channels, the oldest first) to the next: it trains on every such pair of the training trajectories (teacher
   forcing, :func:`~.rollout.windows`) and is scored by rolling out ``H`` steps (``--horizon``; default the rest of
   each test trajectory) from each test trajectory's first ``W`` states (:func:`~.rollout.rollout`).
@@ -81,7 +81,7 @@ def keys_of(
     found: Mapping[str, ArrayInfo], path: Path, t: TimeOptions, input_key: str | None, output_key: str | None
 ) -> Keys:
     """The form of a time-dependent file and its keys: an initial condition and its trajectory when the file holds
-    an input and an output (and no ``--window`` asks for trajectories), else one array of trajectories."""
+    an input and an output (and no ``--time-window`` asks for trajectories), else one array of trajectories."""
     names = list(found)
     has_input = input_key in names if input_key is not None else any(k in names for k in INPUT_KEYS)
     has_output = output_key in names if output_key is not None else any(k in names for k in OUTPUT_KEYS)
@@ -94,7 +94,7 @@ def keys_of(
                 raise UserError(
                     f"{path}: with --time-axis, key {ky!r} {y} must hold one axis more than key {kx!r} {x} (an initial "
                     "condition and its trajectory); for a file of trajectories name it with --input-key and give "
-                    "--window"
+                    "--time-window"
                 )
             if t.horizon is not None:
                 raise UserError(
