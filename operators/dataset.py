@@ -356,7 +356,8 @@ def from_file(
         raise DataError(
             f"{p}: keys {kx!r} {found[kx].shape} ({found[kx].dtype}) and {ky!r} {found[ky].shape} "
             f"({found[ky].dtype}) take about {size / 2**20:,.0f} MiB in memory once read, over the budget of "
-            f"{max_bytes / 2**20:,.0f} MiB; use fewer samples or raise the memory budget"
+            f"{max_bytes / 2**20:,.0f} MiB; read them as a stream (operators.streams; --stream on the command "
+            "line), use fewer samples or raise the memory budget"
         )
     arrays = read(p, [kx, ky])
     return samples(

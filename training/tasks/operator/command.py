@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -95,6 +96,19 @@ def train_parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--budget", help=argparse.SUPPRESS)  # split into --steps and --time: said so in one line
     p.add_argument("--baseline", choices=("fno",), help="also train neuraloperator's FNO on the same data")
+    s = p.add_argument_group("streams", "data larger than memory, and more than one process (torchrun)")
+    s.add_argument(
+        "--stream",
+        action="store_true",
+        help="read the samples from the files as the steps need them (what --memory allows resident), alone or as "
+        "one rank under torchrun",
+    )
+    s.add_argument(
+        "--workers",
+        type=cli.bounded(0, 64),
+        default=2,
+        help="with --stream: processes per rank reading the batches (default 2)",
+    )
     t = p.add_argument_group("time", "files whose arrays hold a time axis (see the operator guide)")
     t.add_argument(
         "--time-axis",
@@ -128,6 +142,8 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
     if a.time is not None and a.steps is None and "steps" not in given:
         config = config.replace(steps=MAX_STEPS)  # the deadline ends the run, not the preset's steps
     modes_given = "modes" in given or getattr(a, "field_modes", None) is not None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not a.stream:
+        raise UserError("under torchrun each process reads its share of the data: add --stream")
     for flag, value in (("--time-window", a.time_window), ("--horizon", a.horizon)):
         if value is not None and a.time_axis is None:
             raise UserError(f"{flag} steps through time: give --time-axis K, the arrays' axis that counts the states")
@@ -153,6 +169,8 @@ def parse_train(argv: list[str] | None, prog: str = f"{COMMAND} train") -> tuple
         zero_tolerance=a.zero_tolerance,
         fit_modes=not modes_given,
         time_axis=None if a.time_axis is None else TimeOptions(a.time_axis, a.time_window, a.horizon),
+        workers=a.workers,
+        stream=a.stream,
     )
 
 
@@ -162,7 +180,14 @@ def train(argv: list[str] | None, prog: str = f"{COMMAND} train", *, command: bo
     config, o = parse_train(argv, prog)
     if command:
         o = dataclasses.replace(o, started=process_age())
-    r = execute(config, o)
+    if o.stream:
+        from .streamed_run import execute_streamed
+
+        r = execute_streamed(config, o)
+    else:
+        r = execute(config, o)
+    if not o.main:
+        return 0
     print(f"parameters: {r.parameters}; {r.steps} steps in {r.train_seconds:.1f}s")
     for name, e in r.tests.items():
         line = f"{name} ({'x'.join(map(str, e.grid))}): relative L2 mean {e.mean:.3e}  median {e.median:.3e}"

@@ -33,6 +33,7 @@ from operators.dataset import AXIS_NAMES, INPUT_KEYS, Channels, Samples, from_fi
 from operators.files import ArrayInfo, contents, read
 from operators.inspection import coordinate_key, layout_from
 from operators.layout import LAYOUTS, Axis, LayoutError, axes_of, per_axis
+from operators.streams import PairStream
 from training.budget import Budget
 from training.deadline import Clock
 from training.errors import InputError, UserError
@@ -240,15 +241,16 @@ def test_names(paths: Sequence[Path]) -> list[str]:
 class Options:
     """What the command line says beside the config: the files, how to read them, the time budget and the peer.
 
-    ``time``: the seconds the program may take (``--time``), counted from its start -- reading the data, training
-    to the deadline (the config's ``steps`` a cap), the report -- and again for a ``baseline`` peer, on a clock of
+    ``time``: the seconds the program may take (``--time``), counted from its start -- reading the data, training to
+    the deadline (the config's ``steps`` a cap), the report -- and again for a ``baseline`` peer, on a clock of
     its own; ``None``: the config's ``steps``. ``memory``: the memory budget (``--memory``). ``restart``: start
-    afresh in ``out``, whatever checkpoint it holds (``--restart``). ``started``: the seconds the command had run
-    before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time`` counts.
-    ``zero_tolerance``: how large a zero boundary's stored ends may be (``--zero-tolerance``; default: the data's
-    own roughness). ``fit_modes``: lower the config's ``modes`` to the most the training grid determines (the
-    command line does when ``modes`` is not given). ``time_axis``: the files hold a time axis (``--time-axis``,
-    ``--time-window``, ``--horizon``; :mod:`~.time_axis`).
+    afresh in ``out``, whatever checkpoint it holds (``--restart``). ``started``: the seconds the command had
+    run before :func:`execute` (its start and imports, :func:`training.deadline.process_age`), which ``time``
+    counts. ``zero_tolerance``: how large a zero boundary's stored ends may be (``--zero-tolerance``; default:
+    the data's own roughness). ``workers``: loader processes per rank reading a stream; ``stream``: read the
+    files as streams (``--stream``: :mod:`~.streamed_run`). ``fit_modes``: lower the config's ``modes`` to the
+    most the training grid determines (the command line does when ``modes`` is not given). ``time_axis``: the
+    files hold a time axis (``--time-axis``, ``--time-window``, ``--horizon``; :mod:`~.time_axis`).
     """
 
     train: Path
@@ -273,6 +275,13 @@ class Options:
     zero_tolerance: float | None = None
     fit_modes: bool = False
     time_axis: TimeOptions | None = None
+    workers: int = 2
+    stream: bool = False
+
+    @property
+    def main(self) -> bool:
+        """Whether this process speaks for the run: the only one, or rank 0 under ``torchrun``."""
+        return int(os.environ.get("RANK", "0")) == 0
 
 
 def load_data(config: Config, o: Options, say: Callable[[str], None] = print) -> tuple[Samples, dict[str, Samples]]:
@@ -321,7 +330,7 @@ def load_data(config: Config, o: Options, say: Callable[[str], None] = print) ->
     return train, tests
 
 
-def same_channels(train: Samples, tests: Iterable[Samples]) -> None:
+def same_channels(train: Samples | PairStream, tests: Iterable[Samples | PairStream]) -> None:
     """A :class:`~training.UserError` naming the first test set whose channels differ from the training set's."""
     for s in tests:
         if s.channels != train.channels:
@@ -433,11 +442,11 @@ def stored_axes(
     return tuple(axes)
 
 
-def fitted_modes(config: Config, s: Samples) -> Config:
-    """``config`` with ``modes`` lowered, if need be, to the most the grid of ``s`` determines: on each axis no
-    more coefficients than samples (:func:`~.task.check_fit`)."""
+def fitted_modes(config: Config, axes: Sequence[Axis], grid: Sequence[int]) -> Config:
+    """``config`` with ``modes`` lowered, if need be, to the most a grid of ``grid`` samples on ``axes``
+    determines: on each axis no more coefficients than samples (:func:`~.task.check_fit`)."""
     modes = config.modes
-    while modes > 2 and any(p < m for p, m in zip(s.grid, sizes(s.axes, modes), strict=True)):
+    while modes > 2 and any(p < m for p, m in zip(grid, sizes(axes, modes), strict=True)):
         modes -= 1
     return config if modes == config.modes else config.replace(modes=modes)
 
@@ -461,7 +470,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         train_set, tests = (timed.train, timed.tests) if timed is not None else load_data(config, o, say)
         shape = dataclasses.replace(Shape.of(train_set), time=None if timed is None else timed.time)
         if o.fit_modes:
-            fitted = fitted_modes(config, train_set)
+            fitted = fitted_modes(config, train_set.axes, train_set.grid)
             if fitted.modes != config.modes:
                 grid = "x".join(map(str, train_set.grid))
                 say(f"modes {fitted.modes}: the most a {grid} grid determines (not {config.modes}; --modes N sets it)")

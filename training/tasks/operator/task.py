@@ -22,6 +22,7 @@ from instances.axes import Axis
 from models.operator import OperatorModel, roughness, sizes
 from operators import symmetry
 from operators.dataset import Samples
+from operators.streams import PairStream
 from training import Trained, UserError, fit
 from training.loop import FitOptions, Optimised
 
@@ -30,7 +31,7 @@ from .model import SPEC, build, record
 from .shape import Shape
 
 
-def check_fit(config: Config, s: Samples) -> None:
+def check_fit(config: Config, s: Samples | PairStream) -> None:
     """A :class:`~training.UserError` when the samples cannot determine the configured model: fewer samples on an
     axis than the output series has coefficients, or a symmetry that does not map the grid onto itself."""
     for i, (p, m) in enumerate(zip(s.grid, sizes(s.axes, config.modes), strict=True)):
