@@ -124,21 +124,17 @@ class _Scales:
         return v * scale + shift
 
 
-class PlainFNOTask:
-    """One seeded training run of the plain FNO: its model, optimiser and schedule, and the operator model's sampler
+class PlainTask:
+    """One seeded training run of a peer ``model`` (reading and giving channels first, ``(batch, C, *grid)``) the
+    ordinary way (:class:`Plain`): its optimiser and schedule, its data transform, and the operator model's sampler
     (the same draws as :class:`~training.tasks.operator.task.OperatorTask` from ``config.seed``)."""
 
     def __init__(
-        self, config: Config, plain: Plain, train: Samples, params: int, device: torch.device | str = "cpu"
+        self, config: Config, plain: Plain, train: Samples, model: nn.Module, device: torch.device | str = "cpu"
     ) -> None:
-        check_available()
         self.config, self.plain, self.device = config, plain, torch.device(device)
         self.axes, self.grid = train.axes, train.grid
-        dims, (c_in, c_out) = len(train.axes), train.channels
-        self.modes = min([plain.modes, *(p // 2 for p in train.grid)])
-        self.hidden = plain.width if plain.width is not None else width_for(params, dims, c_in, c_out, self.modes, None)
-        torch.manual_seed(config.seed)
-        self.model = fno(dims, c_in, c_out, self.hidden, self.modes, None).to(self.device)
+        self.model = model.to(self.device)
         self.scales = _Scales(plain.data, train)
         self.x, self.u = train.inputs.to(self.device), train.outputs.float().to(self.device)
         kind = torch.optim.AdamW if plain.optimiser == "adamw" else torch.optim.Adam
@@ -184,6 +180,21 @@ class PlainFNOTask:
         weights = [a.weights(p) for a, p in zip(s.axes, s.grid, strict=True)]
         err: Tensor = relative_sq(self.predict(s.inputs), s.outputs, weights).sqrt()
         return err
+
+
+class PlainFNOTask(PlainTask):
+    """One seeded training run of the plain FNO (neuraloperator's, its defaults), ``width`` from the parameter
+    budget ``params`` when :attr:`Plain.width` is not given, at most half the grid's samples in modes."""
+
+    def __init__(
+        self, config: Config, plain: Plain, train: Samples, params: int, device: torch.device | str = "cpu"
+    ) -> None:
+        check_available()
+        dims, (c_in, c_out) = len(train.axes), train.channels
+        self.modes = min([plain.modes, *(p // 2 for p in train.grid)])
+        self.hidden = plain.width if plain.width is not None else width_for(params, dims, c_in, c_out, self.modes, None)
+        torch.manual_seed(config.seed)
+        super().__init__(config, plain, train, fno(dims, c_in, c_out, self.hidden, self.modes, None), device)
 
 
 def plain_loss(pred: Tensor, exact: Tensor, weights: Sequence[Tensor], kind: str) -> Tensor:
