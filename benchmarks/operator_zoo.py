@@ -20,6 +20,9 @@ refined solutions), and sampled as a user's files would be; both models read the
   tables, 4 times off the plain one on Burgers. Trajectory rows train both by teacher forcing, or with
   ``--unroll K`` (recipe peer) both on a loss unrolled over ``K`` steps.
 
+A second peer (``--unet``): a U-Net (:class:`training.tasks.operator.unet.UNetTask`) of the same parameter count,
+trained as the plain FNO is, with as many settings, at equal steps.
+
 Equal tuning effort: each model tries the same number of configurations (``--configs``, at most four, in order;
 :func:`funcformer_settings`, :data:`FNO_SETTINGS`), each listed with its figure; the best of each is compared.
 Budgets: **equal steps** and **equal wall clock** (the faster model trained again, from scratch, with as many steps
@@ -65,6 +68,7 @@ from training.tasks.operator.linear import least_squares
 from training.tasks.operator.peers import Plain, PlainFNOTask
 from training.tasks.operator.rollout import UnrolledTask, horizon_errors, rollout, windows
 from training.tasks.operator.task import OperatorTask, check_fit, errors
+from training.tasks.operator.unet import UNetTask
 
 ROWS = (
     "poisson",
@@ -348,6 +352,15 @@ def _plain(cfg: Config, plain: Plain, p: Problem, params: int, device: torch.dev
     return task.train_step, task.errors, task.predict, task.parameters
 
 
+def _unet(cfg: Config, plain: Plain, p: Problem, params: int, device: torch.device) -> Learner:
+    task = UNetTask(cfg, plain, p.train, params, device)
+    return task.train_step, task.errors, task.predict, task.parameters
+
+
+#: the U-Net's settings, in the order tried (the plain FNO's, the data standardised first: it trains slowly on raw)
+UNET_SETTINGS = (Plain(data="standardised"), Plain(), Plain(data="standardised", lr=3e-3), Plain(lr=2e-3))
+
+
 def _fno(cfg: Config, recipe: peer.Recipe, p: Problem, params: int, device: torch.device) -> Learner:
     k, w, axes = p.unroll, WINDOW, p.train.axes
     if k and p.trajectories is not None:
@@ -458,9 +471,12 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
 FNO_SETTINGS = (Plain(), Plain(data="standardised"), Plain(data="gaussian"), Plain(lr=2e-3))
 
 
-def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device, plain: bool = True) -> dict[str, Any]:
+def compare(
+    p: Problem, s: Sizes, configs: int, evals: int, device: torch.device, plain: bool = True, unet: bool = False
+) -> dict[str, Any]:
     """Both models on one row: each setting at equal steps, the best of each, then the faster again at the slower's
-    clock. ``plain``: the FNO configured the ordinary way (:data:`FNO_SETTINGS`), else by the row's recipe."""
+    clock. ``plain``: the FNO configured the ordinary way (:data:`FNO_SETTINGS`), else by the row's recipe.
+    ``unet``: the U-Net too, its settings (:data:`UNET_SETTINGS`) at equal steps."""
     base = fitted(p.funcformer.replace(steps=s.steps, batch=s.batch, eval_every=max(1, s.steps)), p.train)
     ff_settings = funcformer_settings(base, p.train.axes)[:configs]
     if plain and (p.unroll or p.residual is not None):
@@ -488,6 +504,14 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
                 return _fno(base.replace(steps=steps), recipe, p, params, device)
 
             tried["FNO"].append((train(lambda: fr(s.steps), p, s.steps, evals, "FNO", name), fr))
+    if unet:
+        tried["U-Net"] = []
+        for setting in UNET_SETTINGS[:configs]:
+
+            def un(steps: int, setting: Plain = setting) -> Learner:
+                return _unet(base.replace(steps=steps), setting, p, params, device)
+
+            tried["U-Net"].append((train(lambda: un(s.steps), p, s.steps, evals, "U-Net", setting.label()), un))
     best = {k: min(v, key=lambda t: t[0].errors["test"]) for k, v in tried.items()}
     (ff_run, ff_make), (fno_run, fno_make) = best["funcformer"], best["FNO"]
     if abs(fno_run.parameters / ff_run.parameters - 1) > 0.1:
@@ -503,6 +527,7 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
         "steps": ff_run.errors["test"] / fno_run.errors["test"],
         "clock": clock["funcformer"].errors["test"] / clock["FNO"].errors["test"],
     }
+    second = {} if not unet else {"unet_steps": ff_run.errors["test"] / best["U-Net"][0].errors["test"]}
     zero_shot = {k: r.errors["fine"] / r.errors["test"] for k, r in (("funcformer", ff_run), ("FNO", fno_run))}
     return {
         "row": p.name,
@@ -511,6 +536,7 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
         "tried": {k: [t[0].__dict__ for t in v] for k, v in tried.items()},
         "equal_clock": again.__dict__,
         "ratio": ratios,
+        "second_peer": second,
         "fine_over_test": zero_shot,
         "linear": linear(p),
         "per_step": {"funcformer": speeds[0], "FNO": speeds[1]},
@@ -520,7 +546,7 @@ def compare(p: Problem, s: Sizes, configs: int, evals: int, device: torch.device
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
         f"{'row':18s} {'Funcformer':>10s} {'FNO':>10s} {'linear':>10s} {'steps':>6s} {'clock':>6s} {'2x/1x FF':>8s} "
-        f"{'2x/1x FNO':>9s}"
+        f"{'2x/1x FNO':>9s} {'U-Net':>10s} {'FF/U-Net':>8s}"
     ]
     for r in results:
         ff = min(t["errors"]["test"] for t in r["tried"]["funcformer"])
@@ -530,6 +556,9 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['row']:18s} {ff:10.3e} {fo:10.3e} {r['linear']:10.3e} {r['ratio']['steps']:6.3f} "
             f"{r['ratio']['clock']:6.3f} {z['funcformer']:8.2f} {z['FNO']:9.2f}"
         )
+        if "U-Net" in r["tried"]:
+            un = min(t["errors"]["test"] for t in r["tried"]["U-Net"])
+            lines[-1] += f" {un:10.3e} {r['second_peer']['unet_steps']:8.3f}"
     return "\n".join(lines)
 
 
@@ -540,6 +569,7 @@ def main() -> None:
     p.add_argument(
         "--configs", type=int, choices=(1, 2, 3, 4), default=2, help="settings tried per model (equal for both)"
     )
+    p.add_argument("--unet", action="store_true", help="a second peer: a U-Net, as many settings, equal steps")
     p.add_argument(
         "--peer",
         choices=("plain", "recipe"),
@@ -596,7 +626,7 @@ def main() -> None:
         problem = on_residual(problem) if a.residual else problem
         took = time.perf_counter() - t0
         print(f"{row}: {len(problem.train)} training pairs on {problem.train.grid}, data in {took:.0f}s")
-        results.append(compare(problem, s, configs, a.evals, device, plain=a.peer == "plain"))
+        results.append(compare(problem, s, configs, a.evals, device, plain=a.peer == "plain", unet=a.unet))
         r = results[-1]
         print(f"  ratio {r['ratio']['steps']:.3f} at equal steps, {r['ratio']['clock']:.3f} at equal clock", flush=True)
     print(table(results))
