@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from training import run_cli
+from training.deadline import leave, timed_command
 from training.tasks.operator.command import train
 
 PROG = "python -m examples.operator"
@@ -19,4 +20,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if timed_command(sys.argv[1:]):
+        leave(code)  # the deadline counts to the process's end: no seconds of teardown after it
+    sys.exit(code)

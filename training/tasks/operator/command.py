@@ -26,7 +26,7 @@ from pathlib import Path
 from operators import inspection, layout
 from training import cli, options, run_cli
 from training.config import MAX_STEPS
-from training.deadline import process_age
+from training.deadline import leave, process_age, timed_command
 from training.errors import UserError
 
 from .config import PRESETS, Config
@@ -289,5 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{COMMAND}: error: no command {name!r}; the commands are train, predict and inspect", file=sys.stderr)
         return 2
     if name == "train":
-        return run_cli(f"{COMMAND} train", lambda: train(rest, command=argv is None))
+        code = run_cli(f"{COMMAND} train", lambda: train(rest, command=argv is None))
+        if argv is None and timed_command(rest):
+            leave(code)  # the deadline counts to the process's end: no seconds of teardown after it
+        return code
     return run_cli(f"{COMMAND} {name}", lambda: COMMANDS[name](rest))

@@ -591,8 +591,8 @@ def rehearse(
 ) -> tuple[float, float]:
     """The seconds of an evaluation (the errors on each test set) and of the report after training (those errors,
     the plot of each set's worst sample and, with a time axis, the rollouts), timed once on the untrained model
-    (which imports the plotting library as well): the room a deadline keeps for the final evaluation and for the
-    report."""
+    (the plotting library imported before the timing, as it will be by then): the room a deadline keeps for the
+    final evaluation and for the report."""
     before = torch.get_num_threads()
     try:
         with (
@@ -601,6 +601,11 @@ def rehearse(
         ):
             model = build_model(config, train).to(device)
             use_threads(threads, sum(p.numel() for p in model.parameters()))
+            import matplotlib  # imported once, before the timing: the report will not import it again
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+
             t0 = time.perf_counter()
             errs = {name: sample_errors(model, s) for name, s in tests.items()}
             evaluation = time.perf_counter() - t0
