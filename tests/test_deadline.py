@@ -261,3 +261,21 @@ def test_a_fresh_run_with_no_time_left_is_one_line() -> None:
         check_room(clock)
     clock.tail = 1.0
     check_room(clock)
+
+
+def test_only_a_single_timed_process_leaves_without_teardown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from training.deadline import timed_command
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert timed_command(["--train", "a.npz", "--time", "2m"]) and timed_command(["--time=90s"])
+    assert not timed_command(["--train", "a.npz", "--steps", "10"]) and not timed_command(["--timeout", "3"])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert not timed_command(["--time", "2m"])  # a rank of torchrun ends with its process group
+
+
+def test_leave_flushes_and_ends_with_the_status() -> None:
+    code = "from training.deadline import leave\nprint('written', end='')\nleave(3)\nprint('never')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent
+    )
+    assert (done.returncode, done.stdout) == (3, "written")
