@@ -96,15 +96,7 @@ def predict_file(
     _check_target(source, target)
     found = contents(source)
     key = pick_key(list(found), input_key, (*INPUT_KEYS, "array"), source, "input")
-    x, notes = inputs_of(
-        read(source, [key])[key],
-        model.axes,
-        model.in_channels,
-        channels=channels,
-        log_input=model.log_input,
-        where=str(source),
-        key=key,
-    )
+    x, notes = _inputs(model, source, key, channels)
     try:
         pred = predict(model, x, at=None if at is None else list(at), budget=budget)
     except InputError as e:
@@ -115,6 +107,15 @@ def predict_file(
     elif channels == "first":
         pred = pred.movedim(-1, 1)
     return _write(target, output_key(key, output_key_name), pred, at, notes)
+
+
+def _inputs(model: OperatorModel, source: Path, key: str, channels: Channels) -> tuple[Tensor, tuple[str, ...]]:
+    """The inputs under ``key`` of ``source``, checked as training checks them, and the notes on reading them."""
+    values = read(source, [key])[key]
+    where = str(source)
+    return inputs_of(
+        values, model.axes, model.in_channels, channels=channels, log_input=model.log_input, where=where, key=key
+    )
 
 
 def _check_target(source: Path, target: Path) -> None:
@@ -170,15 +171,7 @@ def predict_time_file(
         if horizon is not None:
             raise UserError(f"--horizon: this run maps an initial condition to its {time.horizon} states at once")
         key = pick_key(list(found), input_key, INPUT_KEYS, source, "input")
-        x, read_notes = inputs_of(
-            read(source, [key])[key],
-            model.axes,
-            model.in_channels,
-            channels=channels,
-            log_input=model.log_input,
-            where=str(source),
-            key=key,
-        )
+        x, read_notes = _inputs(model, source, key, channels)
         notes += read_notes
         try:
             out = predict(model, x, at=None if at is None else list(at), budget=budget)

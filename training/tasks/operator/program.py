@@ -469,19 +469,10 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         timed = load_time_data(config, o, say) if o.time_axis is not None else None
         train_set, tests = (timed.train, timed.tests) if timed is not None else load_data(config, o, say)
         shape = dataclasses.replace(Shape.of(train_set), time=None if timed is None else timed.time)
-        if o.fit_modes:
-            fitted = fitted_modes(config, train_set.axes, train_set.grid)
-            if fitted.modes != config.modes:
-                grid = "x".join(map(str, train_set.grid))
-                say(f"modes {fitted.modes}: the most a {grid} grid determines (not {config.modes}; --modes N sets it)")
-            config = fitted
+        config = modes_for(config, o, train_set, say)
         check_fit(config, train_set)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)  # fits in memory: before it is built
-        say(f"data: {len(train_set)} training samples on {'x'.join(map(str, train_set.grid))} ({train_set.where})")
-        for i, a in enumerate(train_set.axes):
-            say(f"  axis {AXIS_NAMES[i]}: {a.describe()}")
-        for name, s in tests.items():
-            say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
+        describe_data(train_set, tests, "", say)
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
         seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
         resumed = check_resume(
@@ -556,6 +547,29 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
             result = dataclasses.replace(result, fno=peer)
             write_report(result, o.out)
     return result
+
+
+def modes_for(config: Config, o: Options, s: Samples | PairStream, say: Callable[[str], None]) -> Config:
+    """``config`` with the modes the training grid determines when the command line did not set them
+    (``o.fit_modes``; :func:`fitted_modes`), said in one line when they change."""
+    if not o.fit_modes:
+        return config
+    fitted = fitted_modes(config, s.axes, s.grid)
+    if fitted.modes != config.modes:
+        grid = "x".join(map(str, s.grid))
+        say(f"modes {fitted.modes}: the most a {grid} grid determines (not {config.modes}; --modes N sets it)")
+    return fitted
+
+
+def describe_data(
+    train: Samples | PairStream, tests: Mapping[str, Samples | PairStream], how: str, say: Callable[[str], None]
+) -> None:
+    """The lines saying what a run trains and is scored on: the training samples, each axis, each test set."""
+    say(f"data: {len(train)} training samples on {'x'.join(map(str, train.grid))}{how} ({train.where})")
+    for i, a in enumerate(train.axes):
+        say(f"  axis {AXIS_NAMES[i]}: {a.describe()}")
+    for name, s in tests.items():
+        say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
 
 
 def check_room(clock: Clock) -> None:

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from models.operator import OperatorModel
-from operators.dataset import AXIS_NAMES, INPUT_KEYS, Samples, infer_dims, pick_key
+from operators.dataset import INPUT_KEYS, Samples, infer_dims, pick_key
 from operators.files import contents
 from operators.streams import PairStream, held_out, open_pairs, summarise
 from training.deadline import Clock
@@ -37,7 +37,8 @@ from .program import (
     Options,
     Report,
     check_room,
-    fitted_modes,
+    describe_data,
+    modes_for,
     plot_worst,
     same_channels,
     stored_axes,
@@ -115,21 +116,13 @@ def execute_streamed(config: Config, o: Options, say: Callable[[str], None] = pr
             clock.start(o.started)
         t0 = time.perf_counter()
         train, tests = open_streams(config, o, memory, tell)
-        if o.fit_modes:
-            fitted = fitted_modes(config, train.axes, train.grid)
-            if fitted.modes != config.modes:
-                tell(f"modes {fitted.modes}: the most a {'x'.join(map(str, train.grid))} grid determines")
-            config = fitted
+        config = modes_for(config, o, train, tell)
         check_fit(config, train)
         shape = Shape(train.axes, *train.channels)
         SPEC.admit(record(config, shape), budget=o.memory, training=True)
         summary = summarise(train, memory=memory // 2, workers=0)
         summary.check(train)
-        tell(f"data: {len(train)} training samples on {'x'.join(map(str, train.grid))}, streamed ({train.where})")
-        for i, a in enumerate(train.axes):
-            tell(f"  axis {AXIS_NAMES[i]}: {a.describe()}")
-        for name, s in tests.items():
-            tell(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
+        describe_data(train, tests, ", streamed", tell)
         tell(f"  opened and summarised in one pass in {time.perf_counter() - t0:.1f}s; {ranks.world} process(es)")
         moments = summary.inputs.mean, summary.inputs.std, summary.outputs.mean, summary.outputs.rms()
         seen = fingerprint(
