@@ -81,7 +81,9 @@ class Config(Optimiser):
             functions there and the input samples pass through an MLP of width ``w`` (a nonlinearity at the grid's
             resolution, as an FNO's pointwise path) whose output, fitted back onto the series by the layout's
             quadrature, is added before the head (:class:`models.operator.GridPath`). On, each input axis needs at
-            least as many samples as the series has terms.
+            least as many samples as the series has terms. Measured at equal steps with ``w = 64`` (1% more
+            parameters): no better on Burgers at ν = 0.01, 10% worse at ν = 0.1 with the Fourier reader and the
+            relative loss and 1.7–2 times worse with the defaults, so off by default.
         dtype: the model's float type.
     """
 
