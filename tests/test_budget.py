@@ -102,14 +102,17 @@ def test_the_darcy_estimate_is_the_models_count(sizes: dict[str, int], extra: di
     ),
     channels=st.integers(1, 3),
     c_out=st.integers(1, 2),
+    grid_path=st.sampled_from([0, 3]),
 )
 def test_the_operator_estimate_is_the_models_count(
-    sizes: dict[str, int], modes: int, axes: tuple[str, ...], channels: int, c_out: int
+    sizes: dict[str, int], modes: int, axes: tuple[str, ...], channels: int, c_out: int, grid_path: int
 ) -> None:
     from operators.layout import Axis
     from training.tasks.operator.model import record
 
-    config = operator.Config(modes=modes, channels=channels, reader_width=4, reader_heads=2, frequencies=2, **sizes)
+    config = operator.Config(
+        modes=modes, channels=channels, reader_width=4, reader_heads=2, frequencies=2, grid_path=grid_path, **sizes
+    )
     shape = operator.Shape(tuple(Axis(a) for a in axes), 2, c_out)
     assert _estimated(operator.SPEC, record(config, shape)) == _count(operator.build(config, shape))
 

@@ -4,7 +4,8 @@
 lengths and sizes, the reader's :class:`Reading`), and built from small parts that can be replaced one at a time:
 the :class:`GridReader` (samples in any layout onto the model's series; on periodic axes the exact
 :class:`FourierReader` instead), :class:`AlongAxes` (a Funcformer along each
-axis) and the :class:`SeriesHead` (the output channels' series, the boundaries imposed); the output is evaluated
+axis), an optional :class:`GridPath` (a pointwise nonlinearity at the input grid's samples) and the
+:class:`SeriesHead` (the output channels' series, the boundaries imposed); the output is evaluated
 anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measures it. The axes are
 :class:`instances.axes.Axis` values: a layout (:mod:`instances.layouts`), an extent and a boundary.
 """
@@ -12,6 +13,7 @@ anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measure
 from ._along import AlongAxes as AlongAxes
 from ._fourier_reader import FourierReader as FourierReader
 from ._fourier_reader import fourier_coefficients as fourier_coefficients
+from ._grid_path import GridPath as GridPath
 from ._head import SeriesHead as SeriesHead
 from ._model import OperatorModel as OperatorModel
 from ._reader import GridReader as GridReader
@@ -27,6 +29,7 @@ from ._series import sizes as sizes
 __all__ = [
     "AlongAxes",
     "FourierReader",
+    "GridPath",
     "GridReader",
     "OperatorModel",
     "Reading",

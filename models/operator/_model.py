@@ -13,6 +13,10 @@ the channels in and out, and its sizes:
   (:class:`~models.operator.FourierReader`).
 * **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
   functions, and a Funcformer along each axis maps them (in 2D the two outputs summed).
+* **Grid path** (:class:`~models.operator.GridPath`, ``grid_path = w > 0``; off by default). The network's functions
+  evaluated at the input's grid samples and the standardised samples themselves pass through a pointwise MLP of
+  width ``w`` there (a nonlinearity at the grid's resolution, as an FNO's pointwise path), and the result, fitted
+  back onto the domain's series by the layouts' quadrature, is added to the functions before the head.
 * **Output** (:class:`~models.operator.SeriesHead`). The ``channels`` functions are mixed into the output channels (a
   constant function's bias, ``b T_0``); each axis's boundary imposes what it imposes (``"zero"``: the factor ``1 - t²``,
   exactly in coefficient space, two more terms). The prediction is a function: :meth:`OperatorModel.at` evaluates it
@@ -41,6 +45,7 @@ from instances.axes import Axis
 from ..funcformer import FuncformerConfig
 from ._along import AlongAxes
 from ._fourier_reader import FourierReader
+from ._grid_path import GridPath
 from ._head import SeriesHead
 from ._reader import GridReader, Reading
 from ._series import at_grid, at_points, domain_mean
@@ -55,7 +60,8 @@ class OperatorModel(nn.Module):
     ``grid`` may be any resolution of the axes' layouts. :meth:`values` evaluates the series on a grid of the same
     layouts, :meth:`at` and :meth:`at_points` anywhere. The buffers ``in_shift``, ``in_scale`` ``(in_channels,)``
     (and the head's ``out_shift``, ``out_scale``) standardise inputs and outputs (:meth:`fit_scales`). Its parts,
-    each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`, :attr:`head`.
+    each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`, :attr:`grid` (``None`` when off),
+    :attr:`head`.
 
     Args:
         axes: one :class:`~instances.axes.Axis` per grid axis (one or two).
@@ -71,6 +77,9 @@ class OperatorModel(nn.Module):
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
         log_input: read ``log`` of the inputs (all must be positive).
         homogeneous: the degree ``d`` of ``u(c a) = c^d u(a)`` built in (``0``: off; needs ``log_input``).
+        grid_path: the width ``w`` of the pointwise path at the input grid's samples (:class:`GridPath`; ``0``:
+            off, no parameters, the model as without it). On, every input axis needs at least as many samples as
+            the domain's series has terms.
         dtype: the parameters' float type.
 
     Raises:
@@ -98,10 +107,13 @@ class OperatorModel(nn.Module):
         reading: Reading = READING,
         log_input: bool = False,
         homogeneous: float = 0.0,
+        grid_path: int = 0,
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
+        if type(grid_path) is not int or grid_path < 0:
+            raise InputError(f"OperatorModel: grid_path must be an int >= 0 (0: off), got {grid_path!r:.40}")
         self.axes, self.in_channels, self.out_channels = tuple(axes), in_channels, out_channels
         self.modes, self.channels, self.log_input, self.homogeneous = modes, channels, log_input, homogeneous
         self.dtype = dtype
@@ -125,6 +137,11 @@ class OperatorModel(nn.Module):
         self.head = SeriesHead(self.domain, boundaries, channels, out_channels, dtype=dtype)
         self.register_buffer("in_shift", torch.zeros(in_channels, dtype=torch.float64))
         self.register_buffer("in_scale", torch.ones(in_channels, dtype=torch.float64))
+        # built last, so the other parts draw the same initial weights with the path on or off
+        self.grid: GridPath | None = None
+        if grid_path > 0:
+            n = [s.size for s in self.domain]
+            self.grid = GridPath(self.axes, n, channels, in_channels, grid_path, activation, dtype=dtype)
 
     @property
     def dims(self) -> int:
@@ -169,6 +186,11 @@ class OperatorModel(nn.Module):
                     f"{who}: axis {'xy'[i]} has {x.shape[1 + i]} samples, fewer than the Fourier reader's {n} "
                     "coefficients; give finer data or fewer modes"
                 )
+            if self.grid is not None and x.shape[1 + i] < n:
+                raise InputError(
+                    f"{who}: axis {'xy'[i]} has {x.shape[1 + i]} samples, fewer than the {n} terms the grid path fits "
+                    "to them; give finer data, fewer modes, or grid_path=0"
+                )
         return x
 
     def read(self, inputs: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -206,7 +228,10 @@ class OperatorModel(nn.Module):
         h = self.reader(x)
         n, c, b = [s.size for s in self.domain], self.channels, x.shape[0]
         f = self.collapse(h).tensor  # (b, |domain|, c)
-        v: Tensor = self.head(self.along(f.reshape(b, *n, c)))  # (b, C_out, *sizes)
+        g = self.along(f.reshape(b, *n, c))  # (b, *n, c)
+        if self.grid is not None:
+            g = g + self.grid(g, x)
+        v: Tensor = self.head(g)  # (b, C_out, *sizes)
         if m is not None:
             v = v * torch.exp(self.homogeneous * m).reshape(-1, *([1] * (v.ndim - 1)))
         return v

@@ -47,6 +47,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         ),
         log_input=config.log_input,
         homogeneous=config.homogeneous,
+        grid_path=config.grid_path,
         dtype=getattr(torch, config.dtype),
     )
 
@@ -73,13 +74,16 @@ def shape_of(fields: Mapping[str, Any]) -> Shape:
 
 def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
     """Values one training sample keeps for the backward pass (an estimate, on ``points`` samples per axis): the
-    reader's cross-attention along each axis, and each Funcformer's layers."""
+    reader's cross-attention along each axis, each Funcformer's layers and the grid path's pointwise MLP."""
     ns = [a.boundary.length(config.modes) for a in shape.axes]
     r, rh = config.reader_width, config.reader_heads
     count = layer_activations(points ** (shape.dims - 1), ns[0], r, 0, rh, points)
     if shape.dims == 2:
         count += layer_activations(ns[0], ns[1], r, 0, rh, points) + 4 * points * points * r
-    return count + sum(config.depth * layer_activations(1, n, config.width, config.hidden, config.heads) for n in ns)
+    count += sum(config.depth * layer_activations(1, n, config.width, config.hidden, config.heads) for n in ns)
+    if config.grid_path:  # at each sample: the functions and inputs there, its features before and after σ, its output
+        count += points**shape.dims * (2 * config.channels + shape.c_in + 2 * config.grid_path)
+    return count
 
 
 def _build(blob: dict[str, Any]) -> OperatorModel:
