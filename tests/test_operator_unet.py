@@ -16,13 +16,13 @@ from training.tasks.operator.unet import LEVELS, UNet, UNetTask, unet_width
 
 
 def _by_hand(dims: int, c_in: int, c_out: int, w: int) -> int:
-    """The documented architecture's parameters: per level two kernel-3 convolutions with biases and two group
-    norms (scale and shift per channel), the up path's first convolution reading the skip's channels too, and a
-    1x1 projection."""
+    """The documented architecture's parameters: per level a residual block -- a group norm (scale and shift per
+    channel) before each of two kernel-3 convolutions with biases, and a 1x1 convolution on the residual where the
+    channels change -- the up path's block reading the skip's channels too, and a 1x1 projection."""
     k = 3**dims
 
     def block(a: int, b: int) -> int:
-        return (a * b * k + b) + 2 * b + (b * b * k + b) + 2 * b
+        return 2 * a + (a * b * k + b) + 2 * b + (b * b * k + b) + (a * b + b if a != b else 0)
 
     widths = [w * 2**i for i in range(LEVELS)]
     down = sum(block(c_in + dims if i == 0 else widths[i - 1], b) for i, b in enumerate(widths))

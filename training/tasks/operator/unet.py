@@ -1,12 +1,12 @@
 r"""A second peer: a U-Net on the grid, so that the operator model is not measured against one peer alone.
 
-:class:`UNet` is the convolutional encoder--decoder the operator-learning literature compares with (PDEArena's
-and PDEBench's U-Net baselines, the FNO paper's): at each of ``levels`` resolutions two convolutions of kernel 3,
-each followed by a group norm and a GELU, the grid halved by averaging on the way down and the channels doubled;
-on the way up the coarser features are interpolated to the finer grid, joined to that level's (the skip) and
-convolved back. The inputs carry the grid's coordinates as extra channels, as the FNO's do. A grid where every axis
-is periodic is padded circularly, any other with zeros. Shapes: ``(batch, C_in, *grid) -> (batch, C_out, *grid)``
-on any grid of one or two axes (an odd size is rounded up when halved and cropped back).
+:class:`UNet` is the convolutional encoder--decoder the operator-learning literature compares with (PDEArena's and
+PDEBench's U-Net baselines, the FNO paper's): at each of ``levels`` resolutions a residual block of two convolutions
+of kernel 3, each after a group norm and a GELU, the grid halved by averaging on the way down and the channels
+doubled; on the way up the coarser features are interpolated to the finer grid, joined to that level's (the skip)
+and convolved back. The inputs carry the grid's coordinates as extra channels, as the FNO's do. A grid where every
+axis is periodic is padded circularly, any other with zeros. Shapes: ``(batch, C_in, *grid) -> (batch, C_out,
+*grid)`` on any grid of one or two axes (an odd size is rounded up when halved and cropped back).
 
 :class:`UNetTask` trains it as :class:`~.peers.PlainFNOTask` trains the FNO (:class:`~.peers.Plain`: the relative
 L² loss, AdamW on a cosine schedule, raw or normalised data, the operator model's batches), its width from the
@@ -33,16 +33,27 @@ Padding = Literal["circular", "zeros"]
 LEVELS = 3
 
 
-def _block(dims: int, c_in: int, c_out: int, padding: Padding) -> nn.Sequential:
-    conv = nn.Conv1d if dims == 1 else nn.Conv2d
-    return nn.Sequential(
-        conv(c_in, c_out, 3, padding=1, padding_mode=padding),
-        nn.GroupNorm(1, c_out),
-        nn.GELU(),
-        conv(c_out, c_out, 3, padding=1, padding_mode=padding),
-        nn.GroupNorm(1, c_out),
-        nn.GELU(),
-    )
+class _Block(nn.Module):
+    """Two kernel-3 convolutions, each after a group norm and a GELU, added to the input (through a 1x1 convolution
+    where the channels change). The residual carries the field's scale past the norms, which take it out of what
+    they pass on: without it the network cannot tell a field from twice that field."""
+
+    def __init__(self, dims: int, c_in: int, c_out: int, padding: Padding) -> None:
+        super().__init__()
+        conv = nn.Conv1d if dims == 1 else nn.Conv2d
+        self.body = nn.Sequential(
+            nn.GroupNorm(1, c_in),
+            nn.GELU(),
+            conv(c_in, c_out, 3, padding=1, padding_mode=padding),
+            nn.GroupNorm(1, c_out),
+            nn.GELU(),
+            conv(c_out, c_out, 3, padding=1, padding_mode=padding),
+        )
+        self.skip: nn.Module = conv(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: Tensor = self.skip(x) + self.body(x)
+        return out
 
 
 class UNet(nn.Module):
@@ -58,10 +69,10 @@ class UNet(nn.Module):
         widths = [width * 2**i for i in range(levels)]
         conv = nn.Conv1d if dims == 1 else nn.Conv2d
         self.down = nn.ModuleList(
-            [_block(dims, c_in + dims if i == 0 else widths[i - 1], w, padding) for i, w in enumerate(widths)]
+            [_Block(dims, c_in + dims if i == 0 else widths[i - 1], w, padding) for i, w in enumerate(widths)]
         )
         self.up = nn.ModuleList(
-            [_block(dims, widths[i + 1] + widths[i], widths[i], padding) for i in range(levels - 1)]
+            [_Block(dims, widths[i + 1] + widths[i], widths[i], padding) for i in range(levels - 1)]
         )
         self.project = conv(width, c_out, 1)
 
