@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -75,9 +76,9 @@ def open_streams(
     paths = (o.train, *o.tests)
     share = memory // (2 * len(paths))  # the readers' buffers; the rest for the batches in flight
 
-    def stream(p: object) -> PairStream:
+    def stream(p: Path) -> PairStream:
         keys = {"input_key": o.input_key, "output_key": o.output_key}
-        return open_pairs(p, axes, **keys, dims=dims, channels=o.channel_axis, memory=share)  # type: ignore[arg-type]
+        return open_pairs(p, axes, **keys, dims=dims, channels=o.channel_axis, memory=share)
 
     train = stream(o.train)
     tests = {name: stream(p) for name, p in zip(test_names(o.tests), o.tests, strict=True)}

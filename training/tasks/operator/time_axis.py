@@ -257,8 +257,7 @@ def horizon_report(
 ) -> HorizonErrors:
     """:class:`HorizonErrors` of ``model`` on one test file (trajectories, or initial-condition samples), the
     worst trajectory plotted to ``plot``."""
-    steps = time.horizon if isinstance(test, Samples) else test.shape[1] - time.window
-    steps = min(steps, time.horizon) if isinstance(test, Tensor) else steps
+    steps = time.horizon if isinstance(test, Samples) else min(test.shape[1] - time.window, time.horizon)
     pred, exact = predicted(model_step(model), time, test, steps, axes)
     per_step, total = horizon_errors(pred, exact, axes)
     grid = tuple(exact.shape[2:-1])
