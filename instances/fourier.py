@@ -42,7 +42,16 @@ from applicative.tensors import constant
 
 from ._series import SeriesBasis
 
-__all__ = ["DENSE_MAX_POINTS", "Fourier", "FourierBasis", "basis_at", "coefficients", "evaluate", "values"]
+__all__ = [
+    "DENSE_MAX_POINTS",
+    "Fourier",
+    "FourierBasis",
+    "basis_at",
+    "coefficients",
+    "convolve",
+    "evaluate",
+    "values",
+]
 
 #: transforms with at most this many points use a cached dense matrix (one ``matmul``); ``torch.fft`` beyond
 DENSE_MAX_POINTS = 256
@@ -163,6 +172,35 @@ def evaluate(c: Tensor, t: Tensor, dim: int = -1) -> Tensor:
     r = (x @ phi.mT).reshape(*x.shape[:-1], *t.shape)
     d = dim % c.ndim
     return r.movedim(tuple(range(r.ndim - t.ndim, r.ndim)), tuple(range(d, d + t.ndim)))
+
+
+def convolve(kernel: Tensor, c: Tensor, dim: int = -1) -> Tensor:
+    r"""The circular convolution of two Fourier series, exactly, in coefficient space:
+
+    $$ (\kappa \star u)(t) = \tfrac12 \int_{-1}^{1} \kappa(t - s)\, u(s)\, ds
+       = \tfrac{1}{2\pi} \int_0^{2\pi} \kappa(\theta - \phi)\, u(\phi)\, d\phi , $$
+
+    the shift-equivariant linear maps of periodic functions (a Fourier multiplier: each frequency scaled and
+    turned). With ``κ = (p_0, p_1, q_1, ...)`` and ``u = (a_0, a_1, b_1, ...)``: ``a_0 ↦ p_0 a_0`` and, for
+    ``k ≥ 1``, ``(a_k, b_k) ↦ ((p_k a_k - q_k b_k) / 2, (p_k b_k + q_k a_k) / 2)``.
+
+    Args:
+        kernel: ``κ``'s coefficients, ``n`` along ``dim`` (broadcast against ``c``).
+        c: ``u``'s coefficients, ``n`` (odd) along ``dim``.
+        dim: the series' axis.
+
+    Returns:
+        ``κ ⋆ u``'s coefficients, the broadcast shape of both.
+    """
+    x, w = _real("convolve", c), _real("convolve", kernel)
+    n = x.shape[dim]
+    _degree(n)
+    if w.shape[dim] != n:
+        raise StructureError(f"convolve: a kernel of {w.shape[dim]} coefficients against a series of {n}; pass {n}")
+    x, w = x.movedim(dim, -1), w.movedim(dim, -1)
+    a, b, p, q = x[..., 1::2], x[..., 2::2], w[..., 1::2], w[..., 2::2]
+    turned = torch.stack([p * a - q * b, p * b + q * a], -1).flatten(-2) / 2
+    return torch.cat([w[..., :1] * x[..., :1], turned], -1).movedim(-1, dim)
 
 
 class FourierBasis(SeriesBasis):

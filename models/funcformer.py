@@ -52,9 +52,10 @@ import torch
 from torch import Tensor, nn
 
 from applicative import Capability, Field, Normalise, Structure, StructureError, add, expect_field, kernels, mul_mmt
-from instances import Chebyshev, Vector
+from instances import Chebyshev, Fourier, Vector
+from instances.fourier import convolve
 
-from ._drawing import Gadget, Parameter, Step, join, linear_step
+from ._drawing import Gadget, Parameter, Step, join, linear_step, norm_step, steps_of
 from ._inputs import model_input
 from .transformer import EncoderLayer, Transformer
 
@@ -101,6 +102,7 @@ class FuncformerConfig:
     key: Structure | None = None
     value: Structure | None = None
     window: float = 0.0
+    convolution: bool = False
 
 
 def window_slopes(window: float, heads: int) -> list[float]:
@@ -208,6 +210,16 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             if config.positional
             else None
         )
+        if config.convolution and not isinstance(sequence, Fourier):  # coefficients that convolve() reads
+            raise StructureError(
+                f"FuncformerConfig.convolution: a circular convolution along {sequence!r}, which is not a Fourier "
+                "series; use a Fourier sequence or convolution=False"
+            )
+        self.convolutions = (
+            nn.Parameter(torch.zeros(config.depth, sequence.size, model.size, dtype=dtype, device=device))
+            if config.convolution
+            else None
+        )
         p, r = _window_features(sequence, config, layers[0].self_attn.normalise, dtype, device)
         self.register_buffer("window_p", p, persistent=False)  # from the config, not learned
         self.register_buffer("window_r", r, persistent=False)
@@ -227,8 +239,11 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         if p is not None:
             h = add(h, Field(p.tensor.expand_as(h.tensor), p.axes))
         position = None if self.window_p is None else (self.window_p, self.window_r)
-        for layer in t.layers:
-            h = layer(h) if position is None else layer(h, position)
+        for i, layer in enumerate(t.layers):
+            out = layer(h) if position is None else layer(h, position)
+            if self.convolutions is not None:  # the layer's input convolved along the sequence (dim -2), per channel
+                out = Field(out.tensor + convolve(self.convolutions[i], h.tensor, dim=-2), out.axes)
+            h = out
         if t.norm is not None:
             h = t.norm(h)
         return mul_mmt(t.unembed.weight_field, h)
@@ -245,7 +260,17 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             p = Parameter(join(name, "position"), (s, d))
             pants = (Gadget(s, "zip_with add"), Gadget(d, "zip_with add"))
             yield Step(name, "add", ((s, d),), (s, d), (p,), pants, label="+ position")
-        yield from t.body_steps(inner, s)
+        if self.convolutions is None:
+            yield from t.body_steps(inner, s)
+            return
+        kernel = Parameter(join(name, "convolutions"), (s, d))  # one (s, d) slice per layer
+        for i, layer in enumerate(t.layers):
+            yield from steps_of(layer, join(inner, f"layers.{i}"), s, None)
+            pants = (Gadget(s, "convolve"), Gadget(d, "zip_with mul"))
+            yield Step(name, "add", ((s, d), (s, d)), (s, d), (kernel,), pants, label=f"+ κ_{i} ⋆ h")
+        if t.norm is not None:
+            yield norm_step(join(inner, "norm"), t.norm, (s,))
+        yield linear_step(join(inner, "unembed"), t.unembed, (s,), "unembed")
 
 
 def _window_features(

@@ -4,18 +4,20 @@ On a 1D domain, one :class:`~models.Funcformer` whose sequence is the axis's ser
 point are ``C`` numbers. On a 2D domain ``X x Y``, one along ``x`` whose features at each ``x`` are ``C`` functions
 of ``y`` (``Pairs(Y, Vector(C))``, or ``Y`` alone for one), and one along ``y`` on the transposed functions (features:
 functions of ``x``); their outputs are summed (the two directions treated alike). The map keeps its input's shape:
-``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``.
+``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is taken along the periodic axes only
+(a circular convolution needs a circle); along a bounded axis that Funcformer has none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 from torch import Tensor, nn
 
 from applicative import Field, Pairs, Structure
-from instances import Vector
+from instances import Fourier, Vector
 
 from ..funcformer import Funcformer, FuncformerConfig
 
@@ -27,7 +29,8 @@ class AlongAxes(nn.Module):
         domain: the series of each axis (one or two structures; ``n`` their sizes).
         channels: ``C``, the functions handed along per point.
         width, hidden: each Funcformer's model channels and MLP width.
-        config: the Funcformers' heads, depth, normalisation, activation and window.
+        config: the Funcformers' heads, depth, normalisation, activation, window and convolution (the last along
+            periodic axes only).
     """
 
     def __init__(
@@ -48,11 +51,11 @@ class AlongAxes(nn.Module):
             features: Structure = c
         else:
             features = self.domain[1] if c.size == 1 else Pairs(self.domain[1], c)
-        self.x: Funcformer[Structure, Structure, Vector] = Funcformer(x, features, d, h, config, dtype=dtype)
+        self.x: Funcformer[Structure, Structure, Vector] = Funcformer(x, features, d, h, _on(config, x), dtype=dtype)
         self.y: Funcformer[Structure, Structure, Vector] | None = None
         if len(self.domain) == 2:  # the same along y: functions of x at each y, on the transposed input
             across: Structure = x if c.size == 1 else Pairs(x, c)
-            self.y = Funcformer(self.domain[1], across, d, h, config, dtype=dtype)
+            self.y = Funcformer(self.domain[1], across, d, h, _on(config, self.domain[1]), dtype=dtype)
 
     def forward(self, f: Tensor) -> Tensor:
         """``f`` ``(batch, *n, C)`` coefficients -> the same shape."""
@@ -64,3 +67,9 @@ class AlongAxes(nn.Module):
         t = f.transpose(1, 2).reshape(b, n1, n0 * c)  # [b, l, (k, c)]: y the sequence
         w = self.y(Field(t, (self.domain[1], self.y.features))).tensor.reshape(b, n1, n0, c)
         return v + w.transpose(1, 2)
+
+
+def _on(config: FuncformerConfig, axis: Structure) -> FuncformerConfig:
+    """``config`` for the Funcformer along ``axis``: its convolution kept only where the axis is periodic (a Fourier
+    series)."""
+    return replace(config, convolution=config.convolution and isinstance(axis, Fourier))

@@ -12,7 +12,9 @@ the channels in and out, and its sizes:
   ``reading.kind = "fourier"`` reads the samples' exact discrete Fourier coefficients instead
   (:class:`~models.operator.FourierReader`).
 * **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
-  functions, and a Funcformer along each axis maps them (in 2D the two outputs summed).
+  functions, and a Funcformer along each axis maps them (in 2D the two outputs summed). With ``convolution`` each
+  layer along a periodic axis adds a learned circular convolution of its input (per channel, frequency by
+  frequency: :attr:`models.FuncformerConfig.convolution`).
 * **Grid path** (:class:`~models.operator.GridPath`, ``grid_path = w > 0``; off by default). The network's functions
   evaluated at the input's grid samples and the standardised samples themselves pass through a pointwise MLP of
   width ``w`` there (a nonlinearity at the grid's resolution, as an FNO's pointwise path), and the result, fitted
@@ -73,6 +75,8 @@ class OperatorModel(nn.Module):
         channels: the functions the reader hands each Funcformer per point of its sequence.
         activation: the MLPs' nonlinearity.
         window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
+        convolution: a learned circular convolution in each Funcformer layer along each periodic axis
+            (:attr:`models.FuncformerConfig.convolution`; bounded axes have none).
         eps: layer-norm epsilon.
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
         log_input: read ``log`` of the inputs (all must be positive).
@@ -103,6 +107,7 @@ class OperatorModel(nn.Module):
         channels: int = 4,
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
+        convolution: bool = False,
         eps: float = 1e-5,
         reading: Reading = READING,
         log_input: bool = False,
@@ -130,6 +135,7 @@ class OperatorModel(nn.Module):
             eps=eps,
             activation=activation,
             window=window,
+            convolution=convolution,
         )
         self.along = AlongAxes(self.domain, channels, width, hidden, config, dtype=dtype)
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)

@@ -38,9 +38,10 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         hidden=config.hidden,
         heads=config.heads,
         depth=config.depth,
-        channels=config.channels,
+        channels=channels_for(config, shape.c_out),
         activation=ACTIVATIONS[config.activation],
         window=config.window,
+        convolution=config.convolution,
         eps=config.eps,
         reading=Reading(
             config.reader_width, config.reader_heads, config.reader_window, config.frequencies, config.reader
@@ -52,14 +53,21 @@ def build(config: Config, shape: Shape) -> OperatorModel:
     )
 
 
+def channels_for(config: Config, c_out: int) -> int:
+    """The functions handed along each axis: ``config.channels``, or where it is ``0`` as many as the output channels,
+    at least 4 and at most 64 (the head mixes them into the outputs: fewer would bound the outputs' rank)."""
+    return config.channels or min(max(4, c_out), 64)
+
+
 def record(config: Config, shape: Shape) -> dict[str, Any]:
     """What a checkpoint records of a run: the config's fields, and the data's shape under :data:`DATA`."""
     return {**describe(config), DATA: shape.record()}
 
 
 def config_of(fields: Mapping[str, Any]) -> Config:
-    """The config a checkpoint records (its :data:`DATA` record aside), validated."""
-    return Config(**{k: v for k, v in fields.items() if k != DATA})
+    """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
+    ``convolution`` field was built without one."""
+    return Config(**{"convolution": False} | {k: v for k, v in fields.items() if k != DATA})
 
 
 def shape_of(fields: Mapping[str, Any]) -> Shape:
@@ -81,8 +89,11 @@ def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
     if shape.dims == 2:
         count += layer_activations(ns[0], ns[1], r, 0, rh, points) + 4 * points * points * r
     count += sum(config.depth * layer_activations(1, n, config.width, config.hidden, config.heads) for n in ns)
+    if config.convolution:  # each layer's convolved input, along the periodic axes
+        periodic = [n for a, n in zip(shape.axes, ns, strict=True) if a.boundary.periodic]
+        count += config.depth * config.width * sum(periodic)
     if config.grid_path:  # at each sample: the functions and inputs there, its features before and after σ, its output
-        count += points**shape.dims * (2 * config.channels + shape.c_in + 2 * config.grid_path)
+        count += points**shape.dims * (2 * channels_for(config, shape.c_out) + shape.c_in + 2 * config.grid_path)
     return count
 
 
