@@ -50,6 +50,7 @@ __all__ = [
     "coefficients",
     "convolve",
     "evaluate",
+    "multiply",
     "values",
 ]
 
@@ -174,15 +175,39 @@ def evaluate(c: Tensor, t: Tensor, dim: int = -1) -> Tensor:
     return r.movedim(tuple(range(r.ndim - t.ndim, r.ndim)), tuple(range(d, d + t.ndim)))
 
 
+def multiply(multiplier: Tensor, c: Tensor, dim: int = -1) -> Tensor:
+    r"""A Fourier multiplier, exactly: each frequency of ``u`` scaled and turned. With ``m = (m_0, α_1, β_1, ...)``
+    and ``u = (a_0, a_1, b_1, ...)``: ``a_0 ↦ m_0 a_0`` and ``(a_k, b_k) ↦ (α_k a_k - β_k b_k, β_k a_k + α_k b_k)``
+    for ``k ≥ 1`` -- the coefficient of ``e^{ikθ}``, ``(a_k - i b_k) / 2``, multiplied by ``α_k - i β_k``. It is the
+    convolution with the kernel ``(m_0, 2α_1, 2β_1, ...)`` (:func:`convolve`): the shift-equivariant linear maps of
+    periodic functions.
+
+    Args:
+        multiplier: ``m``, ``n`` along ``dim`` (broadcast against ``c``).
+        c: ``u``'s coefficients, ``n`` (odd) along ``dim``.
+        dim: the series' axis.
+
+    Returns:
+        The product's coefficients, the broadcast shape of both.
+    """
+    x, w = _real("multiply", c), _real("multiply", multiplier)
+    n = x.shape[dim]
+    _degree(n)
+    if w.shape[dim] != n:
+        raise StructureError(f"multiply: a multiplier of {w.shape[dim]} terms against a series of {n}; pass {n}")
+    x, w = x.movedim(dim, -1), w.movedim(dim, -1)
+    a, b, p, q = x[..., 1::2], x[..., 2::2], w[..., 1::2], w[..., 2::2]
+    turned = torch.stack([p * a - q * b, p * b + q * a], -1).flatten(-2)
+    return torch.cat([w[..., :1] * x[..., :1], turned], -1).movedim(-1, dim)
+
+
 def convolve(kernel: Tensor, c: Tensor, dim: int = -1) -> Tensor:
     r"""The circular convolution of two Fourier series, exactly, in coefficient space:
 
     $$ (\kappa \star u)(t) = \tfrac12 \int_{-1}^{1} \kappa(t - s)\, u(s)\, ds
-       = \tfrac{1}{2\pi} \int_0^{2\pi} \kappa(\theta - \phi)\, u(\phi)\, d\phi , $$
+       = \tfrac{1}{2\pi} \int_0^{2\pi} \kappa(\theta - \phi)\, u(\phi)\, d\phi . $$
 
-    the shift-equivariant linear maps of periodic functions (a Fourier multiplier: each frequency scaled and
-    turned). With ``κ = (p_0, p_1, q_1, ...)`` and ``u = (a_0, a_1, b_1, ...)``: ``a_0 ↦ p_0 a_0`` and, for
-    ``k ≥ 1``, ``(a_k, b_k) ↦ ((p_k a_k - q_k b_k) / 2, (p_k b_k + q_k a_k) / 2)``.
+    With ``κ = (p_0, p_1, q_1, ...)``: the multiplier (:func:`multiply`) ``m_0 = p_0``, ``m_k = (p_k + i q_k) / 2``.
 
     Args:
         kernel: ``κ``'s coefficients, ``n`` along ``dim`` (broadcast against ``c``).
@@ -192,15 +217,10 @@ def convolve(kernel: Tensor, c: Tensor, dim: int = -1) -> Tensor:
     Returns:
         ``κ ⋆ u``'s coefficients, the broadcast shape of both.
     """
-    x, w = _real("convolve", c), _real("convolve", kernel)
-    n = x.shape[dim]
-    _degree(n)
-    if w.shape[dim] != n:
-        raise StructureError(f"convolve: a kernel of {w.shape[dim]} coefficients against a series of {n}; pass {n}")
-    x, w = x.movedim(dim, -1), w.movedim(dim, -1)
-    a, b, p, q = x[..., 1::2], x[..., 2::2], w[..., 1::2], w[..., 2::2]
-    turned = torch.stack([p * a - q * b, p * b + q * a], -1).flatten(-2) / 2
-    return torch.cat([w[..., :1] * x[..., :1], turned], -1).movedim(-1, dim)
+    w, n = _real("convolve", kernel).movedim(dim, -1), c.shape[dim]
+    if w.shape[-1] != n:
+        raise StructureError(f"convolve: a kernel of {w.shape[-1]} coefficients against a series of {n}; pass {n}")
+    return multiply(torch.cat([w[..., :1], w[..., 1:] / 2], -1).movedim(-1, dim), c, dim)
 
 
 class FourierBasis(SeriesBasis):

@@ -53,7 +53,7 @@ from torch import Tensor, nn
 
 from applicative import Capability, Field, Normalise, Structure, StructureError, add, expect_field, kernels, mul_mmt
 from instances import Chebyshev, Fourier, Vector
-from instances.fourier import convolve
+from instances.fourier import multiply
 
 from ._drawing import Gadget, Parameter, Step, join, linear_step, norm_step, steps_of
 from ._inputs import model_input
@@ -89,6 +89,15 @@ class FuncformerConfig:
             Chebyshev series of at least 3 terms) and the faithful softmax. A steep window makes float32
             probabilities below ``1.2e-38`` (subnormal), which x86 CPUs compute many times slower: flush them to
             zero on the CPU (``training.fit`` does; ``training.flush_denormals`` for a loop of one's own).
+        convolution: each layer adds a learned circular convolution of its input along the sequence,
+            ``h ↦ layer(h) + κ_l ⋆ h`` with ``κ_l(t, d)`` a function of the sequence per model channel, stored as its
+            Fourier multiplier (:func:`instances.fourier.multiply`: each frequency scaled and turned, per channel;
+            zero at the start, so the model starts as without it). Attention mixes positions by a kernel it
+            computes from the features; a convolution is the shift-equivariant linear map a PDE's solution operator
+            is built on (the heat kernel, a wave's propagator), learned directly, frequency by frequency, as an
+            FNO's spectral layer learns it. The multiplier, not ``κ``'s coefficients, is the weight, so that each
+            weight moves the output at the scale the others do (Adam's steps are per weight). Needs a periodic
+            sequence (a :class:`~instances.Fourier` series).
     """
 
     heads: int = 4
@@ -210,7 +219,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             if config.positional
             else None
         )
-        if config.convolution and not isinstance(sequence, Fourier):  # coefficients that convolve() reads
+        if config.convolution and not isinstance(sequence, Fourier):  # coefficients that multiply() reads
             raise StructureError(
                 f"FuncformerConfig.convolution: a circular convolution along {sequence!r}, which is not a Fourier "
                 "series; use a Fourier sequence or convolution=False"
@@ -242,7 +251,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         for i, layer in enumerate(t.layers):
             out = layer(h) if position is None else layer(h, position)
             if self.convolutions is not None:  # the layer's input convolved along the sequence (dim -2), per channel
-                out = Field(out.tensor + convolve(self.convolutions[i], h.tensor, dim=-2), out.axes)
+                out = Field(out.tensor + multiply(self.convolutions[i], h.tensor, dim=-2), out.axes)
             h = out
         if t.norm is not None:
             h = t.norm(h)
@@ -266,7 +275,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         kernel = Parameter(join(name, "convolutions"), (s, d))  # one (s, d) slice per layer
         for i, layer in enumerate(t.layers):
             yield from steps_of(layer, join(inner, f"layers.{i}"), s, None)
-            pants = (Gadget(s, "convolve"), Gadget(d, "zip_with mul"))
+            pants = (Gadget(s, "multiply"), Gadget(d, "zip_with mul"))
             yield Step(name, "add", ((s, d), (s, d)), (s, d), (kernel,), pants, label=f"+ κ_{i} ⋆ h")
         if t.norm is not None:
             yield norm_step(join(inner, "norm"), t.norm, (s,))

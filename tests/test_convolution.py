@@ -13,7 +13,7 @@ import torch
 from applicative import Field, StructureError, add, mul_mmt
 from instances import Chebyshev, Fourier, Vector
 from instances.axes import Axis
-from instances.fourier import coefficients, convolve, values
+from instances.fourier import coefficients, convolve, multiply, values
 from models import Funcformer, FuncformerConfig
 from models.diagram import diagram
 from models.operator import OperatorModel
@@ -55,11 +55,31 @@ def test_convolve_along_another_axis_broadcasts_and_commutes_with_shifts() -> No
     np.testing.assert_allclose(values(convolve(k[:, 0], moved), points=m).numpy(), want.numpy(), atol=1e-12)
 
 
+def test_a_multiplier_scales_and_turns_each_frequency_as_numpys_fft_does() -> None:
+    """``multiply`` against numpy's spectrum: the coefficient of ``e^{ikθ}`` times ``α_k - i β_k``."""
+    rng = np.random.default_rng(2)
+    n, grid = 9, 32
+    m, u = rng.standard_normal(n), rng.standard_normal(n)
+    spectrum = np.fft.rfft(values(torch.from_numpy(u), points=grid).numpy())
+    factor = np.concatenate([[m[0]], m[1::2] - 1j * m[2::2]])
+    want = np.fft.irfft(spectrum[: len(factor)] * factor, n=grid)
+    got = values(multiply(torch.from_numpy(m), torch.from_numpy(u)), points=grid).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    kernel = torch.from_numpy(np.concatenate([m[:1], 2 * m[1:]]))
+    np.testing.assert_allclose(
+        convolve(kernel, torch.from_numpy(u)).numpy(),
+        multiply(torch.from_numpy(m), torch.from_numpy(u)).numpy(),
+        atol=1e-14,
+    )
+
+
 def test_convolve_refuses_mismatched_or_even_series() -> None:
     with pytest.raises(StructureError, match=r"a kernel of 5 coefficients against a series of 7; pass 7"):
         convolve(torch.zeros(5), torch.zeros(7))
     with pytest.raises(StructureError, match=r"odd number of coefficients"):
         convolve(torch.zeros(6), torch.zeros(6))
+    with pytest.raises(StructureError, match=r"a multiplier of 3 terms against a series of 5; pass 5"):
+        multiply(torch.zeros(3), torch.zeros(5))
 
 
 def _funcformer(convolution: bool, depth: int = 1) -> Funcformer[Fourier, Vector, Vector]:
@@ -70,7 +90,8 @@ def _funcformer(convolution: bool, depth: int = 1) -> Funcformer[Fourier, Vector
 
 def test_a_layer_adds_its_input_convolved_per_channel() -> None:
     """Depth one: the model with kernels minus the model without is the unembedding of ``κ ⋆ h``, ``h`` the embedded
-    input plus the position, with the convolution computed by numpy on the sampled functions."""
+    input plus the position, with the convolution computed by numpy on the sampled functions (the weights are ``κ``'s
+    Fourier multiplier)."""
     on, off = _funcformer(True), _funcformer(False)
     assert on.convolutions is not None and off.convolutions is None
     off.load_state_dict({k: v for k, v in on.state_dict().items() if k != "convolutions"})
@@ -81,7 +102,9 @@ def test_a_layer_adds_its_input_convolved_per_channel() -> None:
     t = on.transformer
     h = add(mul_mmt(t.embed.weight_field, u), Field(on.position.expand(3, 9, 4), (Fourier(9), Vector(4))))  # type: ignore[union-attr]
     m = 21
-    kv, hv = values(on.convolutions[0].detach(), -2, m).numpy(), values(h.tensor.detach(), -2, m).numpy()
+    kernel = on.convolutions[0].detach().clone()
+    kernel[1:] *= 2  # the weights are the multiplier m: the kernel is (m_0, 2α_1, 2β_1, ...)
+    kv, hv = values(kernel, -2, m).numpy(), values(h.tensor.detach(), -2, m).numpy()
     conv = np.stack([np.stack([circular(kv[:, c], hv[b, :, c]) for c in range(4)], -1) for b in range(3)])
     ch = Field(coefficients(torch.from_numpy(conv), -2, 9), (Fourier(9), Vector(4)))
     want = off(u).tensor + mul_mmt(t.unembed.weight_field, ch).tensor
