@@ -56,8 +56,8 @@ class Config(Optimiser):
             per channel (:attr:`models.FuncformerConfig.convolution`: each frequency scaled and turned, as an
             FNO's spectral layer does, with one kernel per channel instead of a matrix per frequency; ``depth ·
             modes · width`` weights). Bounded axes have none, so it changes nothing there. Measured at equal steps
-            on Burgers it is the difference between trailing a plain FNO of the same size and leading it (the lab
-            note ``docs/notes/2026-11-29-convolution.md``).
+            it is worth 1.2–6 times on every periodic row of the zoo, with either reader and either loss (the lab
+            note ``docs/notes/2026-11-29-convolution.md``); ``false`` builds the model of earlier releases.
         frequencies: Fourier features per axis of a grid sample's coordinate.
         reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
             queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
