@@ -207,7 +207,7 @@ def convolve(kernel: Tensor, c: Tensor, dim: int = -1) -> Tensor:
     $$ (\kappa \star u)(t) = \tfrac12 \int_{-1}^{1} \kappa(t - s)\, u(s)\, ds
        = \tfrac{1}{2\pi} \int_0^{2\pi} \kappa(\theta - \phi)\, u(\phi)\, d\phi . $$
 
-    With ``κ = (p_0, p_1, q_1, ...)``: the multiplier (:func:`multiply`) ``m_0 = p_0``, ``m_k = (p_k + i q_k) / 2``.
+    With ``κ = (p_0, p_1, q_1, ...)`` it is :func:`multiply` with the multiplier ``(p_0, p_1 / 2, q_1 / 2, ...)``.
 
     Args:
         kernel: ``κ``'s coefficients, ``n`` along ``dim`` (broadcast against ``c``).
