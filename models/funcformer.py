@@ -55,7 +55,7 @@ from applicative import Capability, Field, Normalise, Structure, StructureError,
 from instances import Chebyshev, Fourier, Vector
 from instances.fourier import multiply
 
-from ._drawing import Gadget, Parameter, Step, join, linear_step, norm_step, steps_of
+from ._drawing import Gadget, Parameter, Step, join, linear_step
 from ._inputs import model_input
 from .transformer import EncoderLayer, Transformer
 
@@ -269,17 +269,13 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             p = Parameter(join(name, "position"), (s, d))
             pants = (Gadget(s, "zip_with add"), Gadget(d, "zip_with add"))
             yield Step(name, "add", ((s, d),), (s, d), (p,), pants, label="+ position")
-        if self.convolutions is None:
-            yield from t.body_steps(inner, s)
-            return
         kernel = Parameter(join(name, "convolutions"), (s, d))  # one (s, d) slice per layer
-        for i, layer in enumerate(t.layers):
-            yield from steps_of(layer, join(inner, f"layers.{i}"), s, None)
-            pants = (Gadget(s, "multiply"), Gadget(d, "zip_with mul"))
+        pants = (Gadget(s, "multiply"), Gadget(d, "zip_with mul"))
+
+        def convolution(i: int) -> Iterator[Step]:
             yield Step(name, "add", ((s, d), (s, d)), (s, d), (kernel,), pants, label=f"+ κ_{i} ⋆ h")
-        if t.norm is not None:
-            yield norm_step(join(inner, "norm"), t.norm, (s,))
-        yield linear_step(join(inner, "unembed"), t.unembed, (s,), "unembed")
+
+        yield from t.body_steps(inner, s, None if self.convolutions is None else convolution)
 
 
 def _window_features(

@@ -295,10 +295,15 @@ class _Body(nn.Module, Generic[Fe, D]):
             h = layer(h)
         return h if self.norm is None else self.norm(h)
 
-    def layer_steps(self, name: str, s: Structure) -> Iterator[Step]:
-        """The tube diagram's steps of the layers and the final norm, on the sequence ``s``."""
+    def layer_steps(
+        self, name: str, s: Structure, after: Callable[[int], Iterable[Step]] | None = None
+    ) -> Iterator[Step]:
+        """The tube diagram's steps of the layers and the final norm, on the sequence ``s``; ``after(i)``: steps a
+        model adds after layer ``i`` (a Funcformer's convolution)."""
         for i, layer in enumerate(self.layers):
             yield from steps_of(layer, join(name, f"layers.{i}"), s, None)
+            if after is not None:
+                yield from after(i)
         if self.norm is not None:
             yield norm_step(join(name, "norm"), self.norm, (s,))
 
@@ -354,9 +359,12 @@ class Transformer(_Body[Fe, D]):
         yield linear_step(join(name, "embed"), self.embed, (s,), "embed")
         yield from self.body_steps(name, s)
 
-    def body_steps(self, name: str, s: Structure) -> Iterator[Step]:
-        """The steps after the embedding (a Funcformer draws its own embedding and position)."""
-        yield from self.layer_steps(name, s)
+    def body_steps(
+        self, name: str, s: Structure, after: Callable[[int], Iterable[Step]] | None = None
+    ) -> Iterator[Step]:
+        """The steps after the embedding (a Funcformer draws its own embedding and position; ``after`` as in
+        :meth:`layer_steps`)."""
+        yield from self.layer_steps(name, s, after)
         yield linear_step(join(name, "unembed"), self.unembed, (s,), "unembed")
 
     def __call__(self, x: Field[S, Fe]) -> Field[S, Fe]:
