@@ -363,7 +363,7 @@ class Transformer(_Body[Fe, D]):
         self, name: str, s: Structure, after: Callable[[int], Iterable[Step]] | None = None
     ) -> Iterator[Step]:
         """The steps after the embedding (a Funcformer draws its own embedding and position; ``after`` as in
-        :meth:`layer_steps`)."""
+        ``layer_steps``)."""
         yield from self.layer_steps(name, s, after)
         yield linear_step(join(name, "unembed"), self.unembed, (s,), "unembed")
 
