@@ -3,14 +3,15 @@
 :class:`OperatorModel` is configured by its constructor's arguments (the axes, the channels in and out, the series
 lengths and sizes, the reader's :class:`Reading`), and built from small parts that can be replaced one at a time:
 the :class:`GridReader` (samples in any layout onto the model's series; on periodic axes the exact
-:class:`FourierReader` instead), :class:`AlongAxes` (a Funcformer along each
-axis), an optional :class:`GridPath` (a pointwise nonlinearity at the input grid's samples) and the
-:class:`SeriesHead` (the output channels' series, the boundaries imposed); the output is evaluated
+:class:`FourierReader` instead), :class:`AlongAxes` (a Funcformer along each axis), an optional :class:`GridPath`
+(a pointwise nonlinearity at the input grid's samples) and the :class:`SeriesHead` (the output channels' series,
+the boundaries imposed) or the :class:`PointDecoder` (an MLP of the functions at each point); the output is evaluated
 anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measures it. The axes are
 :class:`instances.axes.Axis` values: a layout (:mod:`instances.layouts`), an extent and a boundary.
 """
 
 from ._along import AlongAxes as AlongAxes
+from ._decoder import PointDecoder as PointDecoder
 from ._fourier_reader import FourierReader as FourierReader
 from ._fourier_reader import fourier_coefficients as fourier_coefficients
 from ._grid_path import GridPath as GridPath
@@ -32,6 +33,7 @@ __all__ = [
     "GridPath",
     "GridReader",
     "OperatorModel",
+    "PointDecoder",
     "Reading",
     "SeriesHead",
     "at_grid",

@@ -22,7 +22,10 @@ the channels in and out, and its sizes:
 * **Output** (:class:`~models.operator.SeriesHead`). The ``channels`` functions are mixed into the output channels (a
   constant function's bias, ``b T_0``); each axis's boundary imposes what it imposes (``"zero"``: the factor ``1 - t²``,
   exactly in coefficient space, two more terms). The prediction is a function: :meth:`OperatorModel.at` evaluates it
-  anywhere.
+  anywhere. With ``decoder = w > 0`` (:class:`~models.operator.PointDecoder`) the output at each point is instead an
+  MLP of width ``w`` of the ``channels`` functions' values there (the FNO's projection, at any point): no longer a
+  series, so not bounded by the series' length (a front steeper than ``modes`` terms allow); :meth:`OperatorModel.at`
+  evaluates it anywhere as before, and the forward pass returns the series it decodes.
 
 Inputs and outputs are standardised by buffers fitted on training samples (:meth:`OperatorModel.fit_scales`), which
 travel in the state dict with the weights (the output's in the head, :class:`~models.operator.SeriesHead`). Two
@@ -46,6 +49,7 @@ from instances.axes import Axis
 
 from ..funcformer import FuncformerConfig
 from ._along import AlongAxes
+from ._decoder import PointDecoder
 from ._fourier_reader import FourierReader
 from ._grid_path import GridPath
 from ._head import SeriesHead
@@ -60,10 +64,11 @@ class OperatorModel(nn.Module):
     """Input samples ``(batch, *grid, in_channels)`` -> output series ``(batch, out_channels, *sizes)``.
 
     ``grid`` may be any resolution of the axes' layouts. :meth:`values` evaluates the series on a grid of the same
-    layouts, :meth:`at` and :meth:`at_points` anywhere. The buffers ``in_shift``, ``in_scale`` ``(in_channels,)``
-    (and the head's ``out_shift``, ``out_scale``) standardise inputs and outputs (:meth:`fit_scales`). Its parts,
-    each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`, :attr:`grid` (``None`` when off),
-    :attr:`head`.
+    layouts, :meth:`at` and :meth:`at_points` anywhere (with a ``decoder``, the forward pass returns the ``channels``
+    functions' series ``(batch, channels, *n)``, which these decode). The buffers ``in_shift``, ``in_scale``
+    ``(in_channels,)`` (and the head's ``out_shift``, ``out_scale``) standardise inputs and outputs
+    (:meth:`fit_scales`). Its parts, each replaceable: :attr:`reader`, :attr:`along`, :attr:`collapse`,
+    :attr:`grid` (``None`` when off), :attr:`head`.
 
     Args:
         axes: one :class:`~instances.axes.Axis` per grid axis (one or two).
@@ -84,6 +89,9 @@ class OperatorModel(nn.Module):
         grid_path: the width ``w`` of the pointwise path at the input grid's samples (:class:`GridPath`; ``0``:
             off, no parameters, the model as without it). On, every input axis needs at least as many samples as
             the domain's series has terms.
+        decoder: the width ``w`` of the pointwise decoder's MLP (:class:`PointDecoder`) in place of the series head
+            (``0``: the :class:`SeriesHead`). Not with ``homogeneous`` (its scaling would have to pass through the
+            MLP).
         dtype: the parameters' float type.
 
     Raises:
@@ -113,12 +121,19 @@ class OperatorModel(nn.Module):
         log_input: bool = False,
         homogeneous: float = 0.0,
         grid_path: int = 0,
+        decoder: int = 0,
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
-        if type(grid_path) is not int or grid_path < 0:
-            raise InputError(f"OperatorModel: grid_path must be an int >= 0 (0: off), got {grid_path!r:.40}")
+        for name, w in {"grid_path": grid_path, "decoder": decoder}.items():
+            if type(w) is not int or w < 0:
+                raise InputError(f"OperatorModel: {name} must be an int >= 0 (0: off), got {w!r:.40}")
+        if decoder > 0 and homogeneous != 0:
+            raise InputError(
+                f"OperatorModel: decoder={decoder} with homogeneous={homogeneous}: the scaling u(c a) = c^d u(a) does "
+                "not pass through the decoder's MLP; use decoder=0 for a homogeneous model"
+            )
         self.axes, self.in_channels, self.out_channels = tuple(axes), in_channels, out_channels
         self.modes, self.channels, self.log_input, self.homogeneous = modes, channels, log_input, homogeneous
         self.dtype = dtype
@@ -140,7 +155,11 @@ class OperatorModel(nn.Module):
         self.along = AlongAxes(self.domain, channels, width, hidden, config, dtype=dtype)
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
         boundaries = [a.boundary for a in self.axes]
-        self.head = SeriesHead(self.domain, boundaries, channels, out_channels, dtype=dtype)
+        self.head: SeriesHead | PointDecoder = (
+            PointDecoder(self.domain, boundaries, channels, out_channels, decoder, activation, dtype=dtype)
+            if decoder > 0
+            else SeriesHead(self.domain, boundaries, channels, out_channels, dtype=dtype)
+        )
         self.register_buffer("in_shift", torch.zeros(in_channels, dtype=torch.float64))
         self.register_buffer("in_scale", torch.ones(in_channels, dtype=torch.float64))
         # built last, so the other parts draw the same initial weights with the path on or off
@@ -156,7 +175,10 @@ class OperatorModel(nn.Module):
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        """Coefficients per axis of the output series."""
+        """Coefficients per axis of the forward pass's series: the output's, or with a decoder the series it
+        decodes."""
+        if isinstance(self.head, PointDecoder):
+            return tuple(s.size for s in self.domain)
         return tuple(a.boundary.coefficients(self.modes) for a in self.axes)
 
     @property
@@ -228,7 +250,7 @@ class OperatorModel(nn.Module):
 
     def forward(self, inputs: Tensor) -> Tensor:
         """Raw inputs ``(batch, *grid, in_channels)`` (any resolution of the layouts) -> output coefficients
-        ``(batch, out_channels, *sizes)``."""
+        ``(batch, out_channels, *sizes)`` (with a decoder: the series it decodes, ``(batch, channels, *sizes)``)."""
         x, m = self.read(self.check(inputs))
         x = (x - self.in_shift.to(self.dtype)) / self.in_scale.to(self.dtype)
         h = self.reader(x)
@@ -237,7 +259,7 @@ class OperatorModel(nn.Module):
         g = self.along(f.reshape(b, *n, c))  # (b, *n, c)
         if self.grid is not None:
             g = g + self.grid(g, x)
-        v: Tensor = self.head(g)  # (b, C_out, *sizes)
+        v: Tensor = self.head(g)  # (b, C_out, *sizes); with a decoder (b, C, *n)
         if m is not None:
             v = v * torch.exp(self.homogeneous * m).reshape(-1, *([1] * (v.ndim - 1)))
         return v
@@ -253,10 +275,14 @@ class OperatorModel(nn.Module):
     def at(self, coefficients: Tensor, ts: Sequence[Tensor]) -> Tensor:
         """Output coefficients at model coordinates ``ts`` (one 1-D tensor of ``t`` per axis: a tensor grid):
         ``(batch, *(len(t) for t in ts), C_out)``."""
+        if isinstance(self.head, PointDecoder):
+            return self.head.at_grid(coefficients, ts)
         return at_grid(coefficients, [a.boundary for a in self.axes], ts)
 
     def at_points(self, coefficients: Tensor, points: Tensor) -> Tensor:
         """Output coefficients at scattered model coordinates ``points`` ``(M, dims)``: ``(batch, M, C_out)``."""
+        if isinstance(self.head, PointDecoder):
+            return self.head.at_points(coefficients, points)
         return at_points(coefficients, [a.boundary for a in self.axes], points)
 
 

@@ -94,6 +94,10 @@ class Config(Optimiser):
             least as many samples as the series has terms. Measured at equal steps with ``w = 64`` (1% more
             parameters): no better on Burgers at ν = 0.01, 10% worse at ν = 0.1 with the Fourier reader and the
             relative loss and 1.7–2 times worse with the defaults, so off by default.
+        decoder: the width ``w`` of a pointwise decoder (``0``: off, the series head): the output at each point is
+            an MLP of the ``channels`` functions' values there, not a combination of them
+            (:class:`models.operator.PointDecoder`; the FNO's projection), so it is not bounded by the series' length
+            where the solution is steeper than ``modes`` terms allow. Not with ``homogeneous``.
         dtype: the model's float type.
     """
 
@@ -120,6 +124,7 @@ class Config(Optimiser):
     smooth: float = between(0.25, 0.0, 100.0)
     loss: Loss = "squared"
     grid_path: int = between(0, 0, MAX_WIDTH)
+    decoder: int = between(0, 0, MAX_WIDTH)
     dtype: DType = "float32"
 
     def consistent(self) -> str | None:
@@ -137,6 +142,11 @@ class Config(Optimiser):
             return (
                 f"config fields homogeneous={self.homogeneous}, log_input=false: the symmetry u(c a) = c^d u(a) is "
                 "built on log inputs; set log_input=true, or homogeneous=0"
+            )
+        if self.homogeneous != 0 and self.decoder > 0:
+            return (
+                f"config fields homogeneous={self.homogeneous}, decoder={self.decoder}: the scaling u(c a) = c^d u(a) "
+                "does not pass through the decoder's MLP; set decoder=0, or homogeneous=0"
             )
         return None
 

@@ -49,6 +49,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         log_input=config.log_input,
         homogeneous=config.homogeneous,
         grid_path=config.grid_path,
+        decoder=config.decoder,
         dtype=getattr(torch, config.dtype),
     )
 
@@ -82,7 +83,8 @@ def shape_of(fields: Mapping[str, Any]) -> Shape:
 
 def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
     """Values one training sample keeps for the backward pass (an estimate, on ``points`` samples per axis): the
-    reader's cross-attention along each axis, each Funcformer's layers and the grid path's pointwise MLP."""
+    reader's cross-attention along each axis, each Funcformer's layers, the grid path's and the decoder's pointwise
+    MLPs."""
     ns = [a.boundary.length(config.modes) for a in shape.axes]
     r, rh = config.reader_width, config.reader_heads
     count = layer_activations(points ** (shape.dims - 1), ns[0], r, 0, rh, points)
@@ -94,6 +96,8 @@ def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
         count += config.depth * config.width * sum(periodic)
     if config.grid_path:  # at each sample: the functions and inputs there, its features before and after σ, its output
         count += points**shape.dims * (2 * channels_for(config, shape.c_out) + shape.c_in + 2 * config.grid_path)
+    if config.decoder:  # at each output sample: the functions there, the MLP's features before and after σ
+        count += points**shape.dims * (channels_for(config, shape.c_out) + 2 * config.decoder + shape.c_out)
     return count
 
 
