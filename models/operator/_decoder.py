@@ -77,7 +77,7 @@ class PointDecoder(nn.Module):
         """The functions' values ``(..., C)`` -> the outputs ``(..., C_out)``; ``factor`` (broadcast against
         ``values[..., :1]``) is ``w`` at the same points, ``None`` for ``1``. The MLP computes in its weights' type, the
         rest in ``values``'s (float64 where a prediction evaluates in it)."""
-        z = self.project(self.activation(self.lift(values.to(self.lift.weight.dtype))))
+        z: Tensor = self.project(self.activation(self.lift(values.to(self.lift.weight.dtype))))
         u = z.to(values.dtype) / self.out_scale.to(values.dtype)
         if factor is not None:
             u = u * factor
