@@ -20,7 +20,7 @@ from operators.dataset import samples
 from tests.operator_cases import periodic_inverse
 from training.config import ConfigError
 from training.tasks import operator
-from training.tasks.operator.model import activations, config_of, record
+from training.tasks.operator.model import activations, config_of, decoder_for, record
 
 PERIODIC = Axis("periodic")
 ZERO = Axis("nodes", boundary="zero")
@@ -167,3 +167,30 @@ def test_a_trained_run_with_a_decoder_loads_back_and_predicts_alike(tmp_path: Pa
     torch.testing.assert_close(
         operator.predict(loaded, te.inputs, at=at), operator.predict(run.trained.model, te.inputs, at=at)
     )
+
+
+@pytest.mark.parametrize(
+    ("axes", "changes", "want"),
+    [
+        ([PERIODIC], {}, 64),
+        ([PERIODIC, PERIODIC], {}, 64),
+        ([ZERO], {}, 0),
+        ([PERIODIC, ZERO], {}, 0),
+        ([PERIODIC], {"log_input": True, "homogeneous": -1.0}, 0),
+        ([ZERO], {"decoder": 8}, 8),
+        ([PERIODIC], {"decoder": 0}, 0),
+    ],
+)
+def test_the_default_decodes_pointwise_on_periodic_grids_only(
+    axes: list[Axis], changes: dict[str, object], want: int
+) -> None:
+    """``decoder = -1``: the decoder where every axis is periodic (fronts a series cannot hold), the series head where
+    one is bounded (a smooth solution it holds exactly) or the model is homogeneous (its scaling is the head's)."""
+    config = operator.PRESETS["tiny"].replace(**changes)
+    assert config.decoder == changes.get("decoder", -1)
+    shape = operator.Shape(tuple(axes), 1, 1)
+    assert decoder_for(config, shape) == want
+    model = operator.build(config, shape)
+    assert isinstance(model.head, PointDecoder if want else SeriesHead)
+    if want:
+        assert model.head.lift.out_features == want
