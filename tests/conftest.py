@@ -1,7 +1,10 @@
-"""Shared test settings: hypothesis profiles (CI runs fewer examples, never a deadline)."""
+"""Shared test settings: hypothesis profiles (CI runs fewer examples, never a deadline), and the ``one_thread``
+fixture (``pytestmark = pytest.mark.usefixtures("one_thread")``) for tests whose figures assume one thread."""
 
 import os
+from collections.abc import Iterator
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -11,3 +14,12 @@ settings.register_profile(
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Torch on one thread for the test, the previous count restored after it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -4,7 +4,6 @@ off unchanged, gradients, refusals, the budget's count, and a trained run that l
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +25,7 @@ PERIODIC = Axis("periodic")
 ZERO = Axis("nodes", boundary="zero")
 SIZES = {"modes": 9, "width": 8, "hidden": 16, "heads": 2, "depth": 1, "channels": 3}
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(axes: list[Axis], decoder: int, c_out: int = 2, seed: int = 0, **changes: object) -> OperatorModel:

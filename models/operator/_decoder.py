@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from applicative import Structure
 from instances.axes import Boundary
 
+from ._head import impositions, standardisation
 from ._series import at_grid, at_points
 
 
@@ -59,14 +60,9 @@ class PointDecoder(nn.Module):
         self.domain, self.boundaries, self.activation, self.dtype = tuple(domain), tuple(boundaries), activation, dtype
         self.lift = nn.Linear(channels, width, dtype=dtype)  # P, p
         self.project = nn.Linear(width, out_channels, dtype=dtype)  # Q, q
-        self.register_buffer("out_shift", torch.zeros(out_channels, dtype=torch.float64))
-        self.register_buffer("out_scale", torch.ones(out_channels, dtype=torch.float64))
-        target = torch.empty(0).device  # the default device (meta, when the model is only counted)
-        for i, (b, s) in enumerate(zip(self.boundaries, self.domain, strict=True)):
-            with torch.device("cpu"):
-                imposed = b.imposition(s.size)
-            if imposed is not None:  # w's coefficients: the imposition of the constant function 1
-                self.register_buffer(f"imposed_{i}", imposed[:, 0].to(dtype=dtype, device=target))
+        standardisation(self, out_channels)
+        for i, imposed in impositions(self.boundaries, self.domain):  # w's coefficients: the imposition of 1
+            self.register_buffer(f"imposed_{i}", imposed[:, 0].to(dtype=dtype))
 
     def forward(self, v: Tensor) -> Tensor:
         """``v`` ``(batch, *n, C)`` coefficients -> ``(batch, C, *n)``, the series :meth:`at_grid` decodes."""

@@ -9,7 +9,7 @@ two more terms) and shifted by the output mean (a constant function: the first c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -17,6 +17,25 @@ from torch import Tensor, nn
 from applicative import Field, Linear, Pairs, Structure
 from instances import Vector
 from instances.axes import Boundary
+
+
+def standardisation(head: nn.Module, out_channels: int) -> None:
+    """Register the output's standardisation on ``head``: the buffers ``out_shift`` (zeros) and ``out_scale`` (ones),
+    ``(out_channels,)`` float64, which :meth:`~models.operator.OperatorModel.fit_scales` fits."""
+    head.register_buffer("out_shift", torch.zeros(out_channels, dtype=torch.float64))
+    head.register_buffer("out_scale", torch.ones(out_channels, dtype=torch.float64))
+
+
+def impositions(boundaries: Sequence[Boundary], domain: Sequence[Structure]) -> Iterator[tuple[int, Tensor]]:
+    """``(i, B_i)`` for each axis whose boundary imposes something: its map ``(n_i + imposed, n_i)``
+    (:meth:`~instances.axes.Boundary.imposition`), float64, built by value on the CPU and moved to the default device
+    (the meta device when a model is only counted)."""
+    target = torch.empty(0).device
+    for i, (b, s) in enumerate(zip(boundaries, domain, strict=True)):
+        with torch.device("cpu"):  # a fixed map, built by value
+            imposed = b.imposition(s.size)
+        if imposed is not None:
+            yield i, imposed.to(device=target)
 
 
 class SeriesHead(nn.Module):
@@ -50,14 +69,9 @@ class SeriesHead(nn.Module):
         self.combine: Linear[Vector, Vector] | None = (
             None if channels == 1 == out_channels else Linear(Vector(channels), Vector(out_channels), dtype=dtype)
         )
-        self.register_buffer("out_shift", torch.zeros(out_channels, dtype=torch.float64))
-        self.register_buffer("out_scale", torch.ones(out_channels, dtype=torch.float64))
-        target = torch.empty(0).device  # the default device (meta, when the model is only counted)
-        for i, (b, s) in enumerate(zip(boundaries, self.domain, strict=True)):
-            with torch.device("cpu"):  # a fixed map, built by value
-                imposed = b.imposition(s.size)
-            if imposed is not None:
-                self.register_buffer(f"imposed_{i}", imposed.to(dtype=dtype, device=target))
+        standardisation(self, out_channels)
+        for i, imposed in impositions(boundaries, self.domain):
+            self.register_buffer(f"imposed_{i}", imposed.to(dtype=dtype))
 
     def forward(self, v: Tensor) -> Tensor:
         """``v`` ``(batch, *n, C)`` coefficients -> ``(batch, C_out, *sizes)``."""
