@@ -102,7 +102,8 @@ class Config(Optimiser):
             (:func:`~.model.decoder_for`). Measured at equal steps (the lab note
             ``docs/notes/2026-11-29-decoder.md``): 3 times better on Burgers at ν = 0.001 (its fronts), 1.5 times at
             ν = 0.01, 1.3 times on the trajectory map, equal on KdV and at ν = 0.1; 1.4 times worse on Poisson,
-            whose smooth solutions the series holds exactly, so off on bounded axes. Not with ``homogeneous``.
+            whose smooth solutions the series holds exactly, so off on bounded axes. Not with ``homogeneous``; with it
+            the smoothing penalty (bounded axes) acts on the functions it decodes.
         dtype: the model's float type.
     """
 
