@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import cmath
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +23,7 @@ STEEP = (0.1, 1.0, [0.99])  # ν, a, b: a front of width ≈ 0.02 and |u| up to 
 GENTLE = (0.1, 1.0, [0.5, 0.2])
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _error(n: int, case: tuple[float, float, list[float]], t: float = 1.0, **kw: float) -> float:

@@ -25,9 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("applicative", "instances", "models", "operators", "training")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _sines(count: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -24,9 +24,7 @@ from training.tasks.operator.command import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _files(tmp_path: Path) -> list[str]:

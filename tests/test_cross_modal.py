@@ -4,7 +4,6 @@ baselines against closed forms, the exact L² loss against quadrature, and a sho
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +22,7 @@ from training.tasks.cross_modal.model import GridModel, PointsModel
 TINY = PRESETS["tiny"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small models run fastest (and steadiest on a busy machine) on one thread."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("fused", [True, False])

@@ -9,7 +9,6 @@ by an independent quadrature projection; numpy's ``chebmul`` for the zero bounda
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,14 +26,7 @@ from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import SHAPE
 from training.tasks.darcy.train import train
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: the model is tiny, and a second thread only contends on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _smooth_error(n: int) -> float:

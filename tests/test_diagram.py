@@ -5,7 +5,7 @@ on every module, by a recorder around the generic ``attention`` and ``mlp``, and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,7 @@ from models.diagram import Diagram, diagram, render
 Sig = tuple[tuple[str, int], ...]
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small models run fastest (and steadiest on a busy machine) on one thread."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def sig(structures: tuple[Structure, ...]) -> Sig:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any, TypeVar, TypeVarTuple
 
 import pytest
@@ -20,12 +19,7 @@ F = TypeVar("F", bound=Structure)
 I = TypeVarTuple("I")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def random_graphs(rng: random.Random, batch: int, n: int) -> tuple[Graph, list[list[tuple[int, int]]], list[int]]:

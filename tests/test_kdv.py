@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import cmath
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,7 @@ import torch
 from operators import flux_1d, kdv
 from operators.cache import CacheError
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:

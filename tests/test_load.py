@@ -9,7 +9,7 @@ one line naming both sides, by loading and resuming alike.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,7 @@ from models.operator import OperatorModel
 from training import CheckpointError
 from training.tasks import darcy, lm, operator, poisson, tree_listops
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _poisson(out: Path) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:

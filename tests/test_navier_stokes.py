@@ -9,7 +9,6 @@ of energy and enstrophy by the inviscid Galerkin system, and the observed orders
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,7 @@ from operators.random_fields import grf_2d_variance
 SHELL = ((3, 4, 1.0, 0.1), (5, 0, 0.5, 0.3), (0, -5, 0.2, 1.0), (4, -3, 0.7, 2.0))  # |k|² = 25
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:

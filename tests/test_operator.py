@@ -22,9 +22,7 @@ from training.tasks.operator.program import parse_time
 TINY = PRESETS["tiny"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _relative(pred: np.ndarray, exact: np.ndarray) -> float:

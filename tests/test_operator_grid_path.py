@@ -3,8 +3,6 @@ its shapes at other resolutions, its gradients, its refusals and its parameters 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
@@ -23,12 +21,7 @@ ZERO = Axis("nodes", boundary="zero")
 SIZES = {"modes": 9, "width": 8, "hidden": 16, "heads": 2, "depth": 1, "channels": 3}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(axes: list[Axis], grid_path: int, seed: int = 0, **changes: object) -> OperatorModel:

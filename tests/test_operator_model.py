@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +35,7 @@ AXES = SHAPE.axes
 ZERO_BOUNDARIES = [a.boundary for a in AXES]
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(config: Config, **changes: object) -> OperatorModel:

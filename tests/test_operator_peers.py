@@ -7,7 +7,6 @@ the operator model's own sampler, and the heat equation's exact Fourier multipli
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -24,12 +23,7 @@ from training.tasks.operator.peers import SWEEP, Plain, PlainFNOTask, _Scales, p
 PERIODIC = (Axis("periodic"),)
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _heat(count: int, points: int, seed: int, t: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:

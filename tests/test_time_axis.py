@@ -23,9 +23,7 @@ from training.tasks.operator.time_axis import TimeOptions, keys_of
 TINY = ["--preset", "tiny", "--no-progress", "--layout", "periodic"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _fourier(count: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

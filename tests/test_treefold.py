@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,7 @@ from training.tasks.tree_listops.config import PRESETS
 D, H = Vector(6), Vector(10)
 
 
-@pytest.fixture(autouse=True)
-def _keep_threads() -> Iterator[None]:
-    threads = torch.get_num_threads()  # the job sets --threads (default 1); so do the tests (small ops)
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def reference_cell(cell: NodeCell[Vector], left: Tensor, right: Tensor, op: Tensor) -> Tensor:

@@ -8,7 +8,6 @@ logistic regression by Newton's method (IRLS) in numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -39,13 +38,7 @@ Arr = NDArray[np.float64]
 LAM = 1e-3  # the tiny L2 penalty: objective = mean log loss + LAM/2 ‖w‖² (in the input metric)
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny problems: one thread (thousands of small kernels; parallel regions only cost on a loaded machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---- independent references ----------------------------------------------------------------

@@ -57,7 +57,7 @@ class PointDecoder(nn.Module):
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
-        self.domain, self.boundaries, self.activation, self.dtype = tuple(domain), tuple(boundaries), activation, dtype
+        self.domain, self.boundaries, self.activation = tuple(domain), tuple(boundaries), activation
         self.lift = nn.Linear(channels, width, dtype=dtype)  # P, p
         self.project = nn.Linear(width, out_channels, dtype=dtype)  # Q, q
         standardisation(self, out_channels)
@@ -83,24 +83,25 @@ class PointDecoder(nn.Module):
         """:meth:`forward`'s series at model coordinates ``ts`` (one 1-D tensor per axis: a tensor grid), decoded:
         ``(batch, *(len(t) for t in ts), C_out)``."""
         values = at_grid(coefficients, self.boundaries, ts)
-        factor: Tensor | None = None
-        for i, t in enumerate(ts):
-            w = self._imposed(i, t.to(values.dtype))
-            if w is not None:
-                w = w.reshape(*([1] * i), -1, *([1] * (len(ts) - 1 - i)), 1)
-                factor = w if factor is None else factor * w
-        return self.decode(values, factor)
+        return self.decode(values, self._factor(ts, values.dtype, grid=True))
 
     def at_points(self, coefficients: Tensor, points: Tensor) -> Tensor:
         """:meth:`forward`'s series at scattered model coordinates ``points`` ``(M, dims)``, decoded:
         ``(batch, M, C_out)``."""
         values = at_points(coefficients, self.boundaries, points)
+        return self.decode(values, self._factor(points.unbind(1), values.dtype, grid=False))
+
+    def _factor(self, ts: Sequence[Tensor], dtype: torch.dtype, *, grid: bool) -> Tensor | None:
+        """``w = ∏_i w_i(t_i)`` from each axis's coordinates ``ts[i]``: on their tensor grid (``grid``: shape
+        ``(*(len(t) for t in ts), 1)``) or at points whose ``i``-th coordinates they are (shape ``(M, 1)``); ``None``
+        where no boundary imposes anything."""
         factor: Tensor | None = None
-        for i in range(points.shape[1]):
-            w = self._imposed(i, points[:, i].to(values.dtype))
+        for i, t in enumerate(ts):
+            w = self._imposed(i, t.to(dtype))
             if w is not None:
-                factor = w[:, None] if factor is None else factor * w[:, None]
-        return self.decode(values, factor)
+                w = w.reshape(*([1] * i), -1, *([1] * (len(ts) - 1 - i)), 1) if grid else w[:, None]
+                factor = w if factor is None else factor * w
+        return factor
 
     def _imposed(self, i: int, t: Tensor) -> Tensor | None:
         """``w_i(t)`` along axis ``i`` at ``t``, or ``None`` where its boundary imposes nothing."""
