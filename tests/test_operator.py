@@ -175,6 +175,59 @@ def test_a_time_budget_is_a_deadline(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert training.load_checkpoint(tmp_path / "capped" / "checkpoint.pt")["step"] == 3
 
 
+def _rewrite(out: Path, **fields: object) -> None:
+    """Edit the run's checkpoint's config as an earlier release wrote it: a field set, or absent where ``None``."""
+    path = out / "checkpoint.pt"
+    blob = training.load_checkpoint(path)
+    for k, v in fields.items():
+        if v is None:
+            del blob["config"][k]
+        else:
+            blob["config"][k] = v
+    training.checkpoint.save_checkpoint(path, blob)
+
+
+def test_a_run_of_an_earlier_release_resumes_under_the_config_that_builds_its_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checkpoints written before the ``convolution`` and ``decoder`` fields, or with ``decoder = -1`` recorded, are
+    compared as the models they built: a bounded run resumes under today's defaults (they build the same model
+    there), a periodic one is refused in one line naming the fields whose defaults now build another, and resumes
+    when they are given."""
+    _write(tmp_path / "nodes.npz", antiderivative("nodes"), 16, 12, 0)
+    _write(tmp_path / "circle.npz", periodic_inverse(), 16, 12, 0)
+    base = ["--preset", "tiny", "--no-progress"]
+
+    def run(data: str, out: Path, config: str = "modes=6", steps: int = 2) -> int:
+        extra = ["--layout", "periodic"] if data == "circle" else []
+        fields = [a for field in config.split(",") for a in ("--config", field)]
+        args = ["--train", str(tmp_path / f"{data}.npz"), *extra, *base, *fields, "--out", str(out)]
+        return main([*args, "--steps", str(steps)])
+
+    def resumed(out: Path) -> object:
+        return json.loads((out / "report.json").read_text())["resumed_from_step"]
+
+    bounded = tmp_path / "bounded"
+    assert run("nodes", bounded) == 0
+    _rewrite(bounded, convolution=None, decoder=None)
+    assert run("nodes", bounded, steps=3) == 0 and resumed(bounded) == 2
+
+    periodic = tmp_path / "periodic"
+    old = "modes=6,convolution=false,decoder=0"
+    assert run("circle", periodic, old) == 0
+    _rewrite(periodic, convolution=None, decoder=None)
+    capsys.readouterr()
+    assert run("circle", periodic, steps=3) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "convolution: False -> True" in err and "decoder: 0 -> 64" in err
+    assert run("circle", periodic, old, steps=3) == 0 and resumed(periodic) == 2
+
+    last = tmp_path / "last"  # the previous release recorded the decoder's -1, not the width it chose
+    assert run("circle", last) == 0
+    _rewrite(last, decoder=-1)
+    assert run("circle", last, steps=3) == 0 and resumed(last) == 2
+
+
 def test_the_fno_peer_trains_on_the_same_batches(tmp_path: Path) -> None:
     pytest.importorskip("neuralop")
     from training.tasks.operator import fno

@@ -177,10 +177,12 @@ def fit(
     data: Mapping[str, Any] | None = None,
     restart: bool = False,
     deadline: Clock | None = None,
+    reads: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> Progress:
     """Train ``task`` to ``steps`` (or ``stop_after``), resuming from ``out/checkpoint.pt`` if there is one.
 
-    ``config`` (plain data) is stored in each checkpoint and compared on resume (``steps`` aside);
+    ``config`` (plain data) is stored in each checkpoint and compared on resume (``steps`` aside; the stored one
+    as ``reads`` reads it, :func:`check_resume`);
     ``fix`` is the advice a divergence error gives. Under ``torchrun`` (``ranks``), only rank 0 writes
     checkpoints and shows progress; every rank stops at the same step. ``meta`` (a task's
     :meth:`~.registry.TaskSpec.meta`) is recorded in each checkpoint so that :func:`~.registry.load` can
@@ -209,7 +211,7 @@ def fit(
     clock_state = None
     seconds = None if deadline is None else deadline.seconds
     if path is not None and path.exists() and not restart:
-        clock_state = _resume(task, run, path, dict(config), meta, budget, data, seconds)
+        clock_state = _resume(task, run, path, dict(config), meta, budget, data, seconds, reads)
     blob_config = dict(config)
 
     def save() -> None:
@@ -366,11 +368,15 @@ def check_resume(
     data: Mapping[str, Any] | None = None,
     restart: bool = False,
     deadline: float | None = None,
+    reads: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The checkpoint in ``out`` if there is one to resume, after checking it holds what ``meta`` says (a task's
     :meth:`~.registry.TaskSpec.meta`: the same rule, and the same words, as :func:`~.registry.load`,
     :func:`~.registry.check_meta`), was written with ``config`` and, given ``data`` (a
-    :func:`~.fingerprint.fingerprint`), on the same data.
+    :func:`~.fingerprint.fingerprint`), on the same data. ``reads`` is how today's code reads the config a
+    checkpoint recorded (a task whose fields grew since, or that resolves a default from the data: an older
+    checkpoint lacks the newer fields); it raises ``ValueError``, ``TypeError`` or a ``ConfigError`` for a record it
+    cannot read. Without it the record is compared as stored.
 
     ``config["steps"]`` is the run's budget: a run unfinished under another budget is refused (resuming it would
     change its schedule), and so is a run already past it; a finished run may be extended. ``deadline`` is the
@@ -388,13 +394,17 @@ def check_resume(
     if meta is not None:
         check_meta(path, blob, meta, out)
     require(path, blob, ("config", "step", "task", "history", "elapsed"))
-    diff = differences(blob["config"], dict(config), ignore=("steps",))
+    try:
+        written = dict(blob["config"] if reads is None else reads(blob["config"]))
+    except (ValueError, TypeError, ConfigError) as e:
+        raise ConfigError(f"{path}: its config is not one this code reads ({e}); {_AGAIN}") from None
+    diff = differences(written, dict(config), ignore=("steps",))
     if diff:
         raise ConfigError(
             f"{path} was written with another config ({'; '.join(diff)}); "
             "pass the same values to resume, or another --out to start afresh"
         )
-    again = "--restart to start afresh, or another --out"
+    again = _AGAIN
     problem = _deadline_problem(blob.get("clock"), deadline) or _budget_problem(
         blob["step"], blob["config"].get("steps"), config.get("steps")
     )
@@ -406,6 +416,9 @@ def check_resume(
         if problem is not None:
             raise ConfigError(f"{path}: {problem}; pass the same data to resume it, {again}")
     return blob
+
+
+_AGAIN = "--restart to start afresh, or another --out"
 
 
 def _budget_problem(reached: int, planned: object, asked: object) -> str | None:
@@ -457,9 +470,10 @@ def _resume(
     budget: Budget | None,
     data: Mapping[str, Any] | None,
     deadline: float | None,
+    reads: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """Load the checkpoint at ``path`` into ``task`` and ``run``; the clock it records (``None``: none)."""
-    blob = check_resume(path.parent, config, meta, budget, data=data, deadline=deadline)
+    blob = check_resume(path.parent, config, meta, budget, data=data, deadline=deadline, reads=reads)
     assert blob is not None
     fix = "delete it, or pass another --out to start afresh"
     if blob.get("job", job_of(task)) != job_of(task):

@@ -61,8 +61,24 @@ def channels_for(config: Config, c_out: int) -> int:
 
 
 def record(config: Config, shape: Shape) -> dict[str, Any]:
-    """What a checkpoint records of a run: the config's fields, and the data's shape under :data:`DATA`."""
-    return {**describe(config), DATA: shape.record()}
+    """What a checkpoint records of a run: the fields of the config as built (:func:`as_built`), and the data's
+    shape under :data:`DATA`."""
+    return {**describe(as_built(config, shape)), DATA: shape.record()}
+
+
+def as_built(config: Config, shape: Shape) -> Config:
+    """``config`` with what it leaves to the data resolved as :func:`build` resolves it: the ``decoder`` chosen
+    (:func:`decoder_for`), and ``convolution`` off where no axis is periodic (it has nothing to act on). Two configs
+    that build the same model for ``shape`` read the same here, so a run resumes under either."""
+    periodic = any(a.boundary.periodic for a in shape.axes)
+    return config.replace(decoder=decoder_for(config, shape), convolution=config.convolution and periodic)
+
+
+def recorded(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's :func:`record` as this code writes it: fields an older checkpoint lacks take the values its
+    model was built with (:func:`config_of`), and what the config left to the data is resolved (:func:`as_built`).
+    Raises ``ValueError`` naming what is missing or wrong."""
+    return record(config_of(fields), shape_of(fields))
 
 
 #: the pointwise decoder's width where ``decoder = -1`` chooses one

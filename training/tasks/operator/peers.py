@@ -46,7 +46,9 @@ class Plain:
     """An FNO's settings as its authors' code takes them (the width aside: from the parameter budget when ``None``).
 
     Attributes:
-        width, modes: hidden channels and Fourier modes per axis.
+        width, modes: hidden channels and Fourier modes per axis, as neuraloperator counts them (``n_modes``: the
+            signed frequencies, so the real FFT's last axis keeps ``modes // 2 + 1`` of them; the FNO paper's code
+            keeps ``modes`` there, its ``16`` being ``31`` here).
         optimiser, lr, weight_decay: Adam or AdamW, its rate and weight decay.
         schedule: ``"cosine"`` annealing to zero over the run, or ``"halvings"`` (the rate halved ``halvings`` times,
             evenly: the FNO paper's ``StepLR``).

@@ -42,7 +42,7 @@ from training.threads import use_threads
 from . import fno
 from .config import Config
 from .linear import LinearMap, least_squares
-from .model import SPEC, record
+from .model import SPEC, record, recorded
 from .shape import Shape, Time
 from .task import build_model, check_fit
 from .task import errors as sample_errors
@@ -476,7 +476,14 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
         seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
         resumed = check_resume(
-            o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart, deadline=o.time
+            o.out,
+            record(config, shape),
+            SPEC.meta(),
+            o.memory,
+            data=seen,
+            restart=o.restart,
+            deadline=o.time,
+            reads=recorded,
         )
         linear = linear_baseline(train_set, tests)
         say(f"config: {config}")

@@ -31,7 +31,7 @@ from training.errors import UserError
 from training.loop import Trained
 
 from .config import Config
-from .model import SPEC, record
+from .model import SPEC, record, recorded
 from .program import (
     Errors,
     LinearBaseline,
@@ -130,7 +130,14 @@ def execute_streamed(config: Config, o: Options, say: Callable[[str], None] = pr
             str(o.train), **{f"moment{i}": m for i, m in enumerate(moments)}, count=torch.tensor(len(train))
         )
         resumed = check_resume(
-            o.out, record(config, shape), SPEC.meta(), o.memory, data=seen, restart=o.restart, deadline=o.time
+            o.out,
+            record(config, shape),
+            SPEC.meta(),
+            o.memory,
+            data=seen,
+            restart=o.restart,
+            deadline=o.time,
+            reads=recorded,
         )
         task = streamed_operator.task(
             train, config, memory=memory // 2, device=device, ranks=ranks, workers=o.workers, summary=summary
@@ -163,6 +170,7 @@ def execute_streamed(config: Config, o: Options, say: Callable[[str], None] = pr
                 data=seen,
                 restart=o.restart,
                 deadline=clock,
+                reads=recorded,
             )
         finally:
             task.close()

@@ -27,7 +27,7 @@ from training import Trained, UserError, fit
 from training.loop import FitOptions, Optimised
 
 from .config import Config
-from .model import SPEC, build, record
+from .model import SPEC, build, record, recorded
 from .shape import Shape
 
 
@@ -192,6 +192,7 @@ def train(
         checkpoint_every=config.checkpoint_every,
         fix=fix,
         meta=SPEC.meta(),
+        reads=recorded,
         **options,
     )
     return Run(Trained.of(task.model, progress), task)
