@@ -456,7 +456,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
     steps or the deadline, report and plot, then train the peer if asked, on the same budget, and report again.
     Writes ``o.out/report.json`` (first without the peer: an interrupted peer leaves the model's report),
     ``o.out/checkpoint.pt`` and ``o.out/worst-NAME.png``; returns the :class:`Report`."""
-    from training import RunDir, check_resume, fingerprint
+    from training import RunDir, fingerprint
 
     if o.baseline is not None:
         fno.check_available()
@@ -475,16 +475,7 @@ def execute(config: Config, o: Options, say: Callable[[str], None] = print) -> R
         describe_data(train_set, tests, "", say)
         say(f"  read and checked in {time.perf_counter() - t0:.1f}s")
         seen = fingerprint(str(o.train), inputs=train_set.inputs, outputs=train_set.outputs)
-        resumed = check_resume(
-            o.out,
-            record(config, shape),
-            SPEC.meta(),
-            o.memory,
-            data=seen,
-            restart=o.restart,
-            deadline=o.time,
-            reads=recorded,
-        )
+        resumed = resume_point(o, config, shape, seen)
         linear = linear_baseline(train_set, tests)
         say(f"config: {config}")
         if clock is not None:
@@ -577,6 +568,24 @@ def describe_data(
         say(f"  axis {AXIS_NAMES[i]}: {a.describe()}")
     for name, s in tests.items():
         say(f"  test {name}: {len(s)} samples on {'x'.join(map(str, s.grid))} ({s.where})")
+
+
+def resume_point(o: Options, config: Config, shape: Shape, seen: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The checkpoint in ``o.out`` to resume, if there is one, checked against this run: its model (recorded as
+    built, :func:`~.model.record`; an earlier release's read by :func:`~.model.recorded`), the memory budget, the
+    data's fingerprint ``seen`` and the deadline (:func:`~training.check_resume`); ``None`` for a fresh run."""
+    from training import check_resume
+
+    return check_resume(
+        o.out,
+        record(config, shape),
+        SPEC.meta(),
+        o.memory,
+        data=seen,
+        restart=o.restart,
+        deadline=o.time,
+        reads=recorded,
+    )
 
 
 def check_room(clock: Clock) -> None:

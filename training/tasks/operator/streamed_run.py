@@ -41,6 +41,7 @@ from .program import (
     describe_data,
     modes_for,
     plot_worst,
+    resume_point,
     same_channels,
     stored_axes,
     test_names,
@@ -100,7 +101,7 @@ def execute_streamed(config: Config, o: Options, say: Callable[[str], None] = pr
     """The program on streams: open, summarise and check the files, train (or resume) to the steps or the
     deadline, evaluate every test file streamed and split over the ranks; rank 0 writes ``o.out/report.json``, the
     plots and the checkpoint. Returns the :class:`~.program.Report` (on every rank)."""
-    from training import RunDir, check_resume, fingerprint, fit
+    from training import RunDir, fingerprint, fit
     from training.tasks import streamed_operator
 
     why = refusal(config, o)
@@ -129,16 +130,7 @@ def execute_streamed(config: Config, o: Options, say: Callable[[str], None] = pr
         seen = fingerprint(
             str(o.train), **{f"moment{i}": m for i, m in enumerate(moments)}, count=torch.tensor(len(train))
         )
-        resumed = check_resume(
-            o.out,
-            record(config, shape),
-            SPEC.meta(),
-            o.memory,
-            data=seen,
-            restart=o.restart,
-            deadline=o.time,
-            reads=recorded,
-        )
+        resumed = resume_point(o, config, shape, seen)
         task = streamed_operator.task(
             train, config, memory=memory // 2, device=device, ranks=ranks, workers=o.workers, summary=summary
         )
