@@ -228,6 +228,29 @@ def test_a_run_of_an_earlier_release_resumes_under_the_config_that_builds_its_mo
     assert run("circle", last, steps=3) == 0 and resumed(last) == 2
 
 
+def test_a_run_of_the_earlier_default_size_is_refused_by_name_and_resumes_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default model grew from three layers of 40 channels to four of 36: a run written at the earlier size is
+    not resumed into another model; the one-line refusal names each field's old and new value, and the run resumes
+    when they are given."""
+    _write(tmp_path / "circle.npz", periodic_inverse(), 16, 12, 0)
+    out = tmp_path / "run"
+    earlier = ["--config", "depth=3", "--config", "width=40", "--config", "hidden=120"]
+
+    def run(*extra: str, steps: int) -> int:
+        args = ["--train", str(tmp_path / "circle.npz"), "--layout", "periodic", "--no-progress"]
+        return main([*args, "--config", "modes=6", *extra, "--out", str(out), "--steps", str(steps)])
+
+    assert run(*earlier, steps=2) == 0
+    capsys.readouterr()
+    assert run(steps=3) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and all(f in err for f in ("depth: 3 -> 4", "width: 40 -> 36", "hidden: 120 -> 108"))
+    assert run(*earlier, steps=3) == 0
+    assert json.loads((out / "report.json").read_text())["resumed_from_step"] == 2
+
+
 def test_the_fno_peer_trains_on_the_same_batches(tmp_path: Path) -> None:
     pytest.importorskip("neuralop")
     from training.tasks.operator import fno
