@@ -1,9 +1,10 @@
 """Configuration of the operator task: one frozen dataclass, every field bounded on both sides, and presets.
 
 The model's fields are :class:`models.OperatorModel`'s constructor arguments (:func:`~.model.build` passes them
-on); the rest say how it is trained. The defaults are the best measured on the project's Darcy data; what encodes
-one problem's physics (a log input, a symmetry) is off by default and on in the ``darcy`` preset. Why each value
-was chosen is in the lab notes (``docs/notes/``).
+on); the rest say how it is trained. The defaults are the best measured across the operator zoo's rows (Poisson,
+Darcy, Burgers, KdV, Navier–Stokes); what suits one kind of grid is set from the data (the decoder on periodic
+grids, the smoothing penalty on bounded ones), and what encodes one problem's physics (a log input, a symmetry) is
+off by default and on in the ``darcy`` preset. Why each value was chosen is in the lab notes (``docs/notes/``).
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ class Config(Optimiser):
         width, hidden: the Funcformers' model channels and MLP width.
         heads, depth: attention heads (dividing ``width``) and encoder layers. Four layers of 36 channels (MLPs of
             108) rather than three of 40 (120), at nearly the same size (+8% weights on a 1D grid, +5% on a 2D
-            one): measured at equal steps on every row of the zoo, 6–16% better on each (Burgers at every
-            viscosity, its trajectory map, KdV, Navier–Stokes, Poisson, Darcy; the lab note
-            ``docs/notes/2026-11-29-four-layers.md``).
+            one): measured at equal steps on every row of the zoo, 5–20% better on each, on both seeds where two
+            were run (Burgers at every viscosity, its trajectory map, KdV, Navier–Stokes, Poisson, Darcy in both
+            families; the lab note ``docs/notes/2026-11-29-four-layers.md``).
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
