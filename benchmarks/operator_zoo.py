@@ -14,8 +14,8 @@ refined solutions), and sampled as a user's files would be; both models read the
   periodic ones) with the row's settings.
 * The FNO (``--peer plain``, the default): neuraloperator's ``FNO`` configured the ordinary way
   (:class:`training.tasks.operator.peers.PlainFNOTask`: its defaults, the relative L² loss, AdamW on a cosine
-  schedule, raw or normalised data), its width from the Funcformer's parameter count (within 10%), on the same
-  batches. ``--peer recipe``: by its authors' recipe for each problem inside this project's habits
+  schedule, raw or normalised data), its width from the parameter count of the Funcformer's best setting (within
+  10%), on the same batches. ``--peer recipe``: by its authors' recipe for each problem inside this project's habits
   (:mod:`training.tasks.operator.fno`: standardised data, the squared loss, five halvings), the peer of earlier
   tables, 4 times off the plain one on Burgers. Trajectory rows train both by teacher forcing, or with
   ``--unroll K`` (recipe peer) both on a loss unrolled over ``K`` steps.
@@ -480,8 +480,6 @@ def compare(
     ff_settings = funcformer_settings(base, p.train.axes)[:configs]
     if plain and (p.unroll or p.residual is not None):
         raise UserError("--peer plain trains on pairs: --unroll and --residual take --peer recipe")
-    probe = OperatorTask(base, p.train, {}, device).model
-    params = sum(q.numel() for q in probe.parameters())
     tried: dict[str, list[tuple[Run, Callable[[int], Learner]]]] = {"funcformer": [], "FNO": []}
     for name, cfg in ff_settings:
 
@@ -489,6 +487,9 @@ def compare(
             return _funcformer(cfg.replace(steps=steps), p, device)
 
         tried["funcformer"].append((train(lambda: ff(s.steps), p, s.steps, evals, "funcformer", name), ff))
+    # the peers are sized to the Funcformer they are compared with: its best setting (settings differ in size: the
+    # Fourier reader has no weights of its own)
+    params = min(tried["funcformer"], key=lambda t: t[0].errors["test"])[0].parameters
     if plain:
         for setting in FNO_SETTINGS[:configs]:
 
