@@ -228,15 +228,16 @@ def test_a_run_of_an_earlier_release_resumes_under_the_config_that_builds_its_mo
     assert run("circle", last, steps=3) == 0 and resumed(last) == 2
 
 
-def test_a_run_of_the_earlier_default_size_is_refused_by_name_and_resumes_with_it(
+def test_a_run_of_the_earlier_defaults_is_refused_by_name_and_resumes_with_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The default model grew from three layers of 40 channels to four of 36: a run written at the earlier size is
-    not resumed into another model; the one-line refusal names each field's old and new value, and the run resumes
-    when they are given."""
+    """The default model grew from three layers of 40 channels to four of 36, and the gradients are no longer
+    clipped at norm 1: a run written with the earlier defaults is not resumed into another model or another
+    optimisation; the one-line refusal names each field's old and new value, and the run resumes when they are
+    given."""
     _write(tmp_path / "circle.npz", periodic_inverse(), 16, 12, 0)
     out = tmp_path / "run"
-    earlier = ["--config", "depth=3", "--config", "width=40", "--config", "hidden=120"]
+    earlier = ["--config", "depth=3", "--config", "width=40", "--config", "hidden=120", "--config", "clip=1"]
 
     def run(*extra: str, steps: int) -> int:
         args = ["--train", str(tmp_path / "circle.npz"), "--layout", "periodic", "--no-progress"]
@@ -246,7 +247,8 @@ def test_a_run_of_the_earlier_default_size_is_refused_by_name_and_resumes_with_i
     capsys.readouterr()
     assert run(steps=3) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and all(f in err for f in ("depth: 3 -> 4", "width: 40 -> 36", "hidden: 120 -> 108"))
+    changed = ("depth: 3 -> 4", "width: 40 -> 36", "hidden: 120 -> 108", "clip: 1.0 -> 0.0")
+    assert err.count("\n") == 0 and all(f in err for f in changed), err
     assert run(*earlier, steps=3) == 0
     assert json.loads((out / "report.json").read_text())["resumed_from_step"] == 2
 
