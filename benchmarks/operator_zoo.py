@@ -470,6 +470,11 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
 FNO_SETTINGS = (Plain(), Plain(data="standardised"), Plain(data="gaussian"), Plain(lr=2e-3))
 
 
+def _best(tried: list[tuple[Run, Callable[[int], Learner]]]) -> tuple[Run, Callable[[int], Learner]]:
+    """The setting with the lowest held-out error, and how to train it again."""
+    return min(tried, key=lambda t: t[0].errors["test"])
+
+
 def compare(
     p: Problem, s: Sizes, configs: int, evals: int, device: torch.device, plain: bool = True, unet: bool = False
 ) -> dict[str, Any]:
@@ -489,7 +494,7 @@ def compare(
         tried["funcformer"].append((train(lambda: ff(s.steps), p, s.steps, evals, "funcformer", name), ff))
     # the peers are sized to the Funcformer they are compared with: its best setting (settings differ in size: the
     # Fourier reader has no weights of its own)
-    params = min(tried["funcformer"], key=lambda t: t[0].errors["test"])[0].parameters
+    params = _best(tried["funcformer"])[0].parameters
     if plain:
         for setting in FNO_SETTINGS[:configs]:
 
@@ -512,7 +517,7 @@ def compare(
                 return _unet(base.replace(steps=steps), setting, p, params, device)
 
             tried["U-Net"].append((train(lambda: un(s.steps), p, s.steps, evals, "U-Net", setting.label()), un))
-    best = {k: min(v, key=lambda t: t[0].errors["test"]) for k, v in tried.items()}
+    best = {k: _best(v) for k, v in tried.items()}
     (ff_run, ff_make), (fno_run, fno_make) = best["funcformer"], best["FNO"]
     if abs(fno_run.parameters / ff_run.parameters - 1) > 0.1:
         print(f"  note: FNO {fno_run.parameters} parameters against {ff_run.parameters}: outside 10% (width steps)")

@@ -48,10 +48,9 @@ class Config(Optimiser):
     Without it, at equal steps: Burgers 20% better at ν = 0.1, 11–12% at ν = 0.01 (two seeds), 1–7% at ν = 0.001,
     the trajectory map 3%, KdV within its seed noise (+2%, −10%), Navier–Stokes 11% with the Fourier reader and the
     relative loss (3–4% worse with the attention reader and the squared loss, two seeds); Poisson and Darcy in both
-    families unchanged (within 1%). The lab note
-    ``docs/notes/2026-11-29-clipping.md``; a run that diverges is told to set ``--config clip=``, and the ``tiny``
-    preset (short runs of small batches, where the clip halves the error) keeps norm 1. The model's fields and the
-    loss's:
+    families unchanged (within 1%). The lab note ``docs/notes/2026-11-29-clipping.md``; a run that diverges is told
+    to set ``--config clip=``, and the ``tiny`` preset (short runs of small batches, where the clip halves the error)
+    keeps norm 1. The model's fields and the loss's:
 
     Attributes:
         modes: coefficients per axis of the model's series (a periodic axis's Fourier series takes the odd number
