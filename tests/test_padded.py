@@ -15,10 +15,9 @@ from unittest import mock
 
 import pytest
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor, nn
 
-from applicative import Field, StructureError, Vector, attention, cat, counit, scaled_softmax
+from applicative import Field, StructureError, Vector, _lowering, attention, cat, counit, scaled_softmax
 from instances import Chebyshev, Padded
 from models import DecoderLayer, EncoderLayer, decoder
 
@@ -49,7 +48,7 @@ def _seed() -> None:
 
 
 def _count_sdpa() -> mock._patch[mock.MagicMock]:
-    return mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention)
+    return mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -26,6 +26,7 @@ from applicative import (
     ReluAttention,
     ScaledSoftmax,
     SoftplusAttention,
+    _lowering,
     attention,
 )
 from instances import Vector
@@ -193,8 +194,9 @@ class Key(Vector):
 
 @contextmanager
 def _sdpa_spy() -> Iterator[mock.MagicMock]:
-    """Count calls to ``torch.nn.functional.scaled_dot_product_attention`` (still computing them)."""
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    """Count calls to the fused softmax kernel, :func:`applicative._lowering.fused_attention` (``torch``'s
+    ``scaled_dot_product_attention`` or its CPU equivalent by hand; still computing them)."""
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         yield spy
 
 
@@ -284,3 +286,26 @@ def test_other_normalisations(record_property: Record, norm: Normalise, formula:
     scores = torch.einsum("bih,bfh->bif", q, k)
     want = torch.einsum("bif,bfg->big", formula(scores), v)
     check(record_property, f"{type(norm).__name__}", out[True], want)
+
+
+@pytest.mark.parametrize("dead_row", [False, True])
+def test_the_cpu_softmax_kernel_equals_torchs_with_a_bias(record_property: Record, dead_row: bool) -> None:
+    """:func:`applicative._lowering.fused_attention` with a float bias (computed by hand on the CPU) against torch's
+    ``scaled_dot_product_attention``, values and gradients; a row whose keys are all ``-inf`` (every key padding) is
+    zero, as torch's fused kernel makes it, not NaN."""
+    q = torch.randn(3, 2, 5, 4, dtype=F64, requires_grad=True)
+    k = torch.randn(3, 2, 7, 4, dtype=F64, requires_grad=True)
+    v = torch.randn(3, 2, 7, 6, dtype=F64, requires_grad=True)
+    bias = torch.randn(3, 1, 1, 7, dtype=F64)
+    bias[1, ..., 5:] = -math.inf
+    if dead_row:
+        bias[2] = -math.inf
+    got = _lowering.fused_attention(q, k, v, attn_mask=bias, scale=0.3)
+    want = nnf.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
+    check(record_property, f"fused_attention by hand [dead row={dead_row}]", got, want)
+    assert torch.isfinite(got).all()
+    g = torch.randn_like(got)
+    mine = torch.autograd.grad(got, (q, k, v), g)
+    theirs = torch.autograd.grad(want, (q, k, v), g)
+    for a, b in zip(mine, theirs, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

@@ -202,17 +202,18 @@ def test_listops_example_runs_short(tmp_path: Any) -> None:
 
 
 def test_attention_over_trees_lowers_to_one_sdpa_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fused path runs: one ``scaled_dot_product_attention`` with the tree's ``log w`` bias."""
-    import torch.nn.functional as nnf
+    """The fused path runs: one softmax kernel (:func:`applicative._lowering.fused_attention`) with the tree's
+    ``log w`` bias."""
+    from applicative import _lowering
 
     calls: list[torch.Tensor | None] = []
-    sdpa = nnf.scaled_dot_product_attention
+    fused = _lowering.fused_attention
 
     def spy(*args: Any, **kwargs: Any) -> torch.Tensor:
         calls.append(kwargs.get("attn_mask"))
-        return sdpa(*args, **kwargs)
+        return fused(*args, **kwargs)
 
-    monkeypatch.setattr(nnf, "scaled_dot_product_attention", spy)
+    monkeypatch.setattr(_lowering, "fused_attention", spy)
     tree, x = _inputs(NodeAlgebra.MEAN)
     mha = MultiHeadAttention(Vector(8), Vector(4), Vector(4), 2, dtype=torch.float64)
     mha(Field(x, (tree, Vector(8))))

@@ -76,7 +76,8 @@ class OperatorModel(nn.Module):
         modes: coefficients per axis of the network's series (:meth:`~instances.axes.Boundary.length`: a periodic
             axis takes the odd number ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two.
         width, hidden: the Funcformers' model channels and MLP width.
-        heads, depth: the Funcformers' attention heads (dividing ``width``) and encoder layers.
+        heads, depth: the Funcformers' attention heads (dividing ``width``) and encoder layers. The sizes' defaults
+            are the operator config's (:class:`training.tasks.operator.Config`: four layers of 36, MLPs of 108).
         channels: the functions the reader hands each Funcformer per point of its sequence.
         activation: the MLPs' nonlinearity.
         window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
@@ -108,10 +109,10 @@ class OperatorModel(nn.Module):
         out_channels: int,
         *,
         modes: int = 20,
-        width: int = 40,
-        hidden: int = 120,
+        width: int = 36,
+        hidden: int = 108,
         heads: int = 4,
-        depth: int = 3,
+        depth: int = 4,
         channels: int = 4,
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
