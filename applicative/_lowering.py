@@ -175,8 +175,8 @@ def fused_attention(
     products by hand. With a float mask torch's CPU kernel takes its unfused math path, whose "safe" softmax adds a
     test for rows that are all ``-inf`` and a select to zero them, forward and backward: 30% of the attention's time
     at the Funcformer's ``(80, 33 | 65, 11)`` (1.3 ms against 1.7–1.9 ms per call, forward and backward) and 4–6% of
-    a training step of the operator model on the 1D Burgers and KdV rows (one thread). Where a row is all ``-inf`` (every key padding), on an
-    accelerator and while compiling, the fused kernel.
+    a training step of the operator model on the 1D Burgers and KdV rows (one thread). Where a row is all ``-inf``
+    (every key padding), on an accelerator and while compiling, the fused kernel.
     """
     if (
         attn_mask is None
