@@ -174,7 +174,7 @@ def fused_attention(
     torch's fused kernel, except on the CPU with a float ``attn_mask`` in which no row is all ``-inf``: there the three
     products by hand. With a float mask torch's CPU kernel takes its unfused math path, whose "safe" softmax adds a
     test for rows that are all ``-inf`` and a select to zero them, forward and backward: 30% of the attention's time
-    at the Funcformer's ``(80, 33 | 65, 11)`` (1.3 ms against 1.7–1.9 ms per call, forward and backward) and 4–6% of
+    at the Funcformer's ``(80, 33 | 65, 11)`` (0.72 of its time per call, forward and backward, interleaved) and 4–6% of
     a training step of the operator model on the 1D Burgers and KdV rows (one thread). Where a row is all ``-inf``
     (every key padding), on an accelerator and while compiling, the fused kernel.
     """
