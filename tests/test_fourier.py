@@ -13,10 +13,9 @@ from unittest import mock
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as nnf
 from scipy import integrate
 
-from applicative import REAL, Field, ScaledSoftmax, StructureError, attention, counit, kernels, mul_mmt
+from applicative import REAL, Field, ScaledSoftmax, StructureError, _lowering, attention, counit, kernels, mul_mmt
 from applicative.laws import check_laws
 from instances import Chebyshev, Fourier, FourierArbitrary, Vector
 from instances import fourier as F
@@ -129,7 +128,7 @@ def test_attention_over_fourier_keys_is_one_sdpa_call_and_the_quadrature() -> No
     keys = Field(torch.from_numpy(kc), (Fourier(n), Vector(e)))
     values = Field(torch.from_numpy(vc), (Fourier(n), Vector(2)))
     queries = Field(torch.from_numpy(q), (Vector(5), Vector(e)))
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         got = attention(ScaledSoftmax(0.7), queries, keys, values).tensor.numpy()
     assert spy.call_count == 1
     t = -1 + 2 * np.arange(2 * n - 1) / (2 * n - 1)
@@ -157,7 +156,7 @@ def test_a_funcformer_over_a_periodic_sequence_with_a_window_fuses_every_layer()
     cfg = FuncformerConfig(heads=2, depth=3, window=20.0)
     model = Funcformer(Fourier(9), Vector(2), Vector(8), Vector(16), cfg, dtype=F64)
     x = Field(torch.randn(4, 9, 2, dtype=F64), (Fourier(9), Vector(2)))
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         y = model(x)
     assert spy.call_count == 3
     assert y.structures == x.structures and torch.isfinite(y.tensor).all()

@@ -12,7 +12,6 @@ from unittest import mock
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as nnf
 from numpy.polynomial import chebyshev as C
 
 import applicative._attention as attention_module
@@ -24,6 +23,7 @@ from applicative import (
     ScaledSoftmax,
     StructureError,
     Vector,
+    _lowering,
     attention,
     cat,
     kernels,
@@ -134,7 +134,7 @@ def test_fused_softmax_over_a_2d_domain_is_the_tensor_quadrature() -> None:
     keys = Field(torch.from_numpy(kc.reshape(n * m, e)), (s, Vector(e)))
     values = Field(torch.from_numpy(vc.reshape(n * m, 1)), (s, Vector(1)))
     queries = Field(torch.from_numpy(q), (Vector(5), Vector(e)))
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         got = attention(ScaledSoftmax(0.7), queries, keys, values).tensor.numpy()
     assert spy.call_count == 1
     gx, gy = C.chebpts1(2 * n - 1), C.chebpts1(2 * m - 1)
@@ -152,7 +152,7 @@ def test_galerkin_attention_is_linear_in_positions_and_exact() -> None:
     s = Pairs(Chebyshev(6), Chebyshev(5))
     q, k = (Field(torch.randn(2, 30, 4, dtype=torch.float64), (s, Vector(4))) for _ in range(2))
     v = Field(torch.randn(2, 30, 3, dtype=torch.float64), (s, Vector(3)))
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         fused = attention(LinearAttention(0.3), q, k, v).tensor
     assert spy.call_count == 0
     generic = attention(LinearAttention(0.3), q, k, v, fused=False).tensor
@@ -168,7 +168,7 @@ def test_encoder_on_a_2d_domain_fuses_every_layer() -> None:
     model = encoder(Vector(3), Vector(8), Vector(16), heads=2, depth=3, dtype=torch.float64)
     for s in (Pairs(Chebyshev(4), Chebyshev(4)), Pairs(Padded(4, [4, 2]), Vector(4))):
         x = Field(torch.randn(2, 16, 3, dtype=torch.float64), (s, Vector(3)))
-        with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+        with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
             y = model(x)
         assert spy.call_count == 3
         assert y.structures == (s, Vector(3))

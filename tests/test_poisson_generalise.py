@@ -13,6 +13,7 @@ import numpy.polynomial.chebyshev as C
 import pytest
 import torch
 
+from applicative import _lowering
 from examples.poisson import generalise as program
 from instances import Vector
 from models.funcformer import SeparableLinear, odd_part, unit_scaled
@@ -216,15 +217,13 @@ def test_two_dimensional_domain_funcformer_attends_over_the_square(normalise: st
     fused call per layer (keys at the product quadrature grid), the linear attention to none (Galerkin)."""
     from unittest import mock
 
-    import torch.nn.functional as nnf
-
     from applicative import Pairs
 
     model = _model(rank=0, sequence="xy", normalise=normalise, domain_modes=6, modes=6, out_modes=8)
     assert model.net.sequence == Pairs(model.domain.a, model.domain.b)
     assert model.net.features == Vector(1)
     f = torch.randn(3, 6, 6, dtype=torch.float64)
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as spy:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         with torch.no_grad():
             g = model(f)
     assert spy.call_count == (TINY.depth if normalise == "softmax" else 0)

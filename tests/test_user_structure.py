@@ -12,10 +12,19 @@ from pathlib import Path
 from unittest import mock
 
 import torch
-import torch.nn.functional as nnf
 from torch import Tensor
 
-from applicative import DataStructure, Field, Structure, Vector, attention, counit, per_example, scaled_softmax
+from applicative import (
+    DataStructure,
+    Field,
+    Structure,
+    Vector,
+    _lowering,
+    attention,
+    counit,
+    per_example,
+    scaled_softmax,
+)
 from applicative.laws import check_laws
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +70,7 @@ def test_readme_structure_reaches_the_fused_kernel() -> None:
     q = Field(torch.randn(2, 3, 4, dtype=F64, generator=g), (Vector(3), Vector(4)))
     k = Field(torch.randn(2, 5, 4, dtype=F64, generator=g), (nodes, Vector(4)))
     v = Field(torch.randn(2, 5, 6, dtype=F64, generator=g), (nodes, Vector(6)))
-    with mock.patch.object(nnf, "scaled_dot_product_attention", wraps=nnf.scaled_dot_product_attention) as sdpa:
+    with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as sdpa:
         fused = attention(scaled_softmax(4), q, k, v)
         assert sdpa.call_count == 1
         generic = attention(scaled_softmax(4), q, k, v, fused=False)
