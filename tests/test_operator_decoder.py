@@ -14,7 +14,7 @@ from numpy.polynomial import chebyshev as C
 import training
 from applicative import InputError
 from instances.axes import Axis
-from models.operator import OperatorModel, PointDecoder, SeriesHead
+from models.operator import DECODER_WIDTH, OperatorModel, PointDecoder, SeriesHead
 from operators.dataset import samples
 from tests.operator_cases import periodic_inverse
 from training.config import ConfigError
@@ -105,15 +105,31 @@ def test_the_zero_ends_hold_and_points_agree_with_grids_in_2d() -> None:
     torch.testing.assert_close(ends, torch.zeros_like(ends), atol=1e-12, rtol=0)
 
 
-def test_off_builds_todays_model() -> None:
+@pytest.mark.parametrize(
+    ("axes", "changes", "width"),
+    [
+        ([PERIODIC], {}, DECODER_WIDTH),
+        ([ZERO, PERIODIC], {}, 0),
+        ([PERIODIC], {"log_input": True, "homogeneous": -1.0}, 0),
+    ],
+)
+def test_the_default_chooses_the_decoder_from_the_axes(
+    axes: list[Axis], changes: dict[str, object], width: int
+) -> None:
+    """Left at its default (``-1``), the decoder is the config's choice: on periodic axes an MLP of
+    :data:`DECODER_WIDTH`, the series head where an axis is bounded or the model is homogeneous -- the model the
+    explicit width builds, weight for weight."""
     torch.manual_seed(0)
-    today = OperatorModel([PERIODIC], 2, 2, **SIZES, dtype=torch.float64)  # type: ignore[arg-type]
-    off = _model([PERIODIC], 0)
-    assert isinstance(off.head, SeriesHead)
-    for (name, a), b in zip(today.state_dict().items(), off.state_dict().values(), strict=True):
+    chosen = OperatorModel(axes, 2, 2, **SIZES, **changes, dtype=torch.float64)  # type: ignore[arg-type]
+    explicit = _model(axes, width, **changes)
+    assert isinstance(chosen.head, PointDecoder if width else SeriesHead)
+    assert chosen.state_dict().keys() == explicit.state_dict().keys()
+    for (name, a), b in zip(chosen.state_dict().items(), explicit.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
-    x = torch.randn(2, 16, 2, dtype=torch.float64)
-    assert torch.equal(today(x), off(x))
+    if width:
+        assert chosen.head.lift.weight.shape[0] == width
+    x = torch.rand(2, *([16] * len(axes)), 2, dtype=torch.float64) + 0.5
+    assert torch.equal(chosen(x), explicit(x))
 
 
 def test_gradients_reach_every_weight() -> None:
@@ -125,8 +141,10 @@ def test_gradients_reach_every_weight() -> None:
 
 
 def test_refusals_name_the_decoder() -> None:
-    with pytest.raises(InputError, match=r"decoder must be an int >= 0"):
-        _model([PERIODIC], -1)
+    with pytest.raises(InputError, match=r"decoder must be an int >= -1 \(0: off, -1: chosen from the axes\)"):
+        _model([PERIODIC], -2)
+    with pytest.raises(InputError, match=r"grid_path must be an int >= 0 \(0: off\), got -1"):
+        _model([PERIODIC], 0, grid_path=-1)
     with pytest.raises(InputError, match=r"decoder=8 with homogeneous=-1.0: .* use decoder=0"):
         _model([ZERO], 8, log_input=True, homogeneous=-1.0)
     with pytest.raises(ConfigError, match=r"homogeneous=-1.0, decoder=8: .* set decoder=0"):

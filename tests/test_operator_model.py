@@ -354,3 +354,22 @@ def test_smooth_reaches_the_training_loss_and_smooths_the_prediction() -> None:
         assert float(rough) < 0.5 * float(roughness(u, ZERO_BOUNDARIES).mean())
     with pytest.raises(ConfigError, match=r"smooth=-1.0"):
         config.replace(smooth=-1.0)
+
+
+@pytest.mark.parametrize("boundaries", [("periodic",), ("zero", "periodic"), ("zero",)])
+def test_the_constructors_defaults_are_the_operator_configs(boundaries: tuple[str, ...]) -> None:
+    """``OperatorModel(axes, 1, 1)`` is the model the operator task builds from its default config (sizes, the
+    convolution, the decoder chosen from the axes): the same weights from the same seed, the same outputs."""
+    from instances.axes import Axis
+    from training.tasks import operator
+
+    axes = tuple(Axis("periodic") if b == "periodic" else Axis("nodes", boundary="zero") for b in boundaries)
+    torch.manual_seed(0)
+    plain = OperatorModel(axes, 1, 1)
+    torch.manual_seed(0)
+    built = operator.build(operator.Config(), operator.Shape(axes, 1, 1))
+    assert plain.state_dict().keys() == built.state_dict().keys()
+    for (name, a), b in zip(plain.state_dict().items(), built.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    x = torch.randn(2, *([24] * len(axes)), 1)
+    assert torch.equal(plain(x), built(x))

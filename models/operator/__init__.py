@@ -11,7 +11,9 @@ anywhere by :func:`at_grid` and :func:`at_points`, and :func:`roughness` measure
 """
 
 from ._along import AlongAxes as AlongAxes
+from ._decoder import DECODER_WIDTH as DECODER_WIDTH
 from ._decoder import PointDecoder as PointDecoder
+from ._decoder import decoder_width as decoder_width
 from ._fourier_reader import FourierReader as FourierReader
 from ._fourier_reader import fourier_coefficients as fourier_coefficients
 from ._grid_path import GridPath as GridPath
@@ -28,6 +30,7 @@ from ._series import roughness as roughness
 from ._series import sizes as sizes
 
 __all__ = [
+    "DECODER_WIDTH",
     "AlongAxes",
     "FourierReader",
     "GridPath",
@@ -38,6 +41,7 @@ __all__ = [
     "SeriesHead",
     "at_grid",
     "at_points",
+    "decoder_width",
     "domain_mean",
     "features",
     "fourier_coefficients",

@@ -26,6 +26,20 @@ from instances.axes import Boundary
 from ._head import impositions, standardisation
 from ._series import at_grid, at_points
 
+#: the pointwise decoder's width where ``decoder = -1`` chooses one (:func:`decoder_width`)
+DECODER_WIDTH = 64
+
+
+def decoder_width(decoder: int, boundaries: Sequence[Boundary], homogeneous: float) -> int:
+    """The decoder's width a model is built with: ``decoder`` where it is ``>= 0``; where it is ``-1``,
+    :data:`DECODER_WIDTH` on a grid of periodic axes and ``0`` (the series head) where an axis is bounded or the model
+    is homogeneous. A bounded row's smooth solution is what a Chebyshev series holds exactly (Poisson: 1.4 times worse
+    with the decoder), where a periodic row's fronts are what it cannot (Burgers at ν = 0.001: 3 times better with it;
+    the lab note ``docs/notes/2026-11-29-decoder.md``)."""
+    if decoder >= 0:
+        return decoder
+    return DECODER_WIDTH if all(b.periodic for b in boundaries) and homogeneous == 0 else 0
+
 
 class PointDecoder(nn.Module):
     """``C`` functions ``(batch, *n, C)`` -> their series ``(batch, C, *n)``, decoded into the output channels at

@@ -49,7 +49,7 @@ from instances.axes import Axis
 
 from ..funcformer import FuncformerConfig
 from ._along import AlongAxes
-from ._decoder import PointDecoder
+from ._decoder import PointDecoder, decoder_width
 from ._fourier_reader import FourierReader
 from ._grid_path import GridPath
 from ._head import SeriesHead
@@ -82,7 +82,8 @@ class OperatorModel(nn.Module):
         activation: the MLPs' nonlinearity.
         window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
         convolution: a learned circular convolution in each Funcformer layer along each periodic axis
-            (:attr:`models.FuncformerConfig.convolution`; bounded axes have none).
+            (:attr:`models.FuncformerConfig.convolution`; bounded axes have none). On by default, as in the operator
+            config.
         eps: layer-norm epsilon.
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
         log_input: read ``log`` of the inputs (all must be positive).
@@ -91,7 +92,9 @@ class OperatorModel(nn.Module):
             off, no parameters, the model as without it). On, every input axis needs at least as many samples as
             the domain's series has terms.
         decoder: the width ``w`` of the pointwise decoder's MLP (:class:`PointDecoder`) in place of the series head
-            (``0``: the :class:`SeriesHead`). Not with ``homogeneous`` (its scaling would have to pass through the
+            (``0``: the :class:`SeriesHead`; ``-1``, the default as in the operator config: chosen from the axes by
+            :func:`~models.operator.decoder_width`, ``64`` on periodic axes and ``0`` on bounded ones or with
+            ``homogeneous``). A width ``> 0`` not with ``homogeneous`` (its scaling would have to pass through the
             MLP).
         dtype: the parameters' float type.
 
@@ -116,20 +119,22 @@ class OperatorModel(nn.Module):
         channels: int = 4,
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
-        convolution: bool = False,
+        convolution: bool = True,
         eps: float = 1e-5,
         reading: Reading = READING,
         log_input: bool = False,
         homogeneous: float = 0.0,
         grid_path: int = 0,
-        decoder: int = 0,
+        decoder: int = -1,
         dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
         _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
-        for name, w in {"grid_path": grid_path, "decoder": decoder}.items():
-            if type(w) is not int or w < 0:
-                raise InputError(f"OperatorModel: {name} must be an int >= 0 (0: off), got {w!r:.40}")
+        for name, w, least in (("grid_path", grid_path, 0), ("decoder", decoder, -1)):
+            if type(w) is not int or w < least:
+                auto = ", -1: chosen from the axes" if least < 0 else ""
+                raise InputError(f"OperatorModel: {name} must be an int >= {least} (0: off{auto}), got {w!r:.40}")
+        decoder = decoder_width(decoder, [a.boundary for a in axes], homogeneous)
         if decoder > 0 and homogeneous != 0:
             raise InputError(
                 f"OperatorModel: decoder={decoder} with homogeneous={homogeneous}: the scaling u(c a) = c^d u(a) does "

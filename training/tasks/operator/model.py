@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from models.operator import OperatorModel, Reading
+from models.operator import DECODER_WIDTH, OperatorModel, Reading, decoder_width
 from training import registry
 from training.budget import layer_activations
 from training.config import describe
@@ -82,18 +82,14 @@ def recorded(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: the pointwise decoder's width where ``decoder = -1`` chooses one
-DECODER = 64
+DECODER = DECODER_WIDTH
 
 
 def decoder_for(config: Config, shape: Shape) -> int:
-    """The pointwise decoder's width: ``config.decoder``, or where it is ``-1`` :data:`DECODER` on a grid of periodic
-    axes and ``0`` (the series head) where an axis is bounded or the model is homogeneous. A bounded row's smooth
-    solution is what a Chebyshev series holds exactly (Poisson: 1.4 times worse with the decoder), where a periodic
-    row's fronts are what it cannot (Burgers at ν = 0.001: 3 times better with it)."""
-    if config.decoder >= 0:
-        return config.decoder
-    periodic = all(a.boundary.periodic for a in shape.axes)
-    return DECODER if periodic and config.homogeneous == 0 else 0
+    """The pointwise decoder's width for ``config`` on data of ``shape``: :func:`models.operator.decoder_width`
+    (``config.decoder``, or where it is ``-1`` :data:`DECODER` on a grid of periodic axes and ``0`` where an axis is
+    bounded or the model is homogeneous)."""
+    return decoder_width(config.decoder, [a.boundary for a in shape.axes], config.homogeneous)
 
 
 def config_of(fields: Mapping[str, Any]) -> Config:
