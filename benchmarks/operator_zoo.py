@@ -453,15 +453,25 @@ def fitted(cfg: Config, train: Samples) -> Config:
 
 
 def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str, Config]]:
-    """The Funcformer's settings, in the order tried: the row's; where every axis is periodic the exact Fourier reader
-    with the relative loss (the best measured on every periodic row), else the relative loss; its rate halved; and
-    the relative loss alone (periodic) or the rate doubled."""
+    """The Funcformer's settings, in the order tried. Where every axis is periodic: the exact Fourier reader with the
+    relative loss (the best measured on every periodic row); the same in the axial form on two axes, or without the
+    learned position on one (no weight depends on where it acts); the row's own; the first with its rate halved.
+    Elsewhere: the row's; the relative loss; the rate halved; the rate doubled."""
     if all(a.boundary.periodic for a in axes):
-        second = ("fourier reader, relative loss", base.replace(reader="fourier", loss="relative"))
-        last = ("relative loss", base.replace(loss="relative"))
-    else:
-        second, last = ("relative loss", base.replace(loss="relative")), ("lr*2", base.replace(lr=2 * base.lr))
-    return [("recipe", base), second, ("lr/2", base.replace(lr=base.lr / 2)), last]
+        tuned = base.replace(reader="fourier", loss="relative")
+        second = (
+            ("fourier reader, relative loss, axial", tuned.replace(axial=True))
+            if len(axes) == 2
+            else ("fourier reader, relative loss, no position", tuned.replace(positional=False))
+        )
+        return [
+            ("fourier reader, relative loss", tuned),
+            second,
+            ("recipe", base),
+            ("fourier reader, relative loss, lr/2", tuned.replace(lr=base.lr / 2)),
+        ]
+    relative = ("relative loss", base.replace(loss="relative"))
+    return [("recipe", base), relative, ("lr/2", base.replace(lr=base.lr / 2)), ("lr*2", base.replace(lr=2 * base.lr))]
 
 
 #: the plain FNO's settings, in the order tried: neuraloperator's ordinary configuration, the data standardised

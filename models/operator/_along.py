@@ -1,11 +1,28 @@
 r"""The Funcformers along each axis of a domain of one or two series.
 
 On a 1D domain, one :class:`~models.Funcformer` whose sequence is the axis's series and whose features at each
-point are ``C`` numbers. On a 2D domain ``X x Y``, one along ``x`` whose features at each ``x`` are ``C`` functions
-of ``y`` (``Pairs(Y, Vector(C))``, or ``Y`` alone for one), and one along ``y`` on the transposed functions (features:
-functions of ``x``); their outputs are summed (the two directions treated alike). The map keeps its input's shape:
-``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is taken along the periodic axes only
-(a circular convolution needs a circle); along a bounded axis that Funcformer has none.
+point are ``C`` numbers. On a 2D domain ``X x Y`` two ways:
+
+* **factored** (the default): one along ``x`` whose features at each ``x`` are ``C`` functions of ``y``
+  (``Pairs(Y, Vector(C))``, or ``Y`` alone for one), and one along ``y`` on the transposed functions (features:
+  functions of ``x``); their outputs are summed (the two directions treated alike). Each Funcformer's state at a
+  point of its axis is ``width`` numbers for all of the other axis's functions.
+* **axial** (``axial=True``): the field at the ``n_y`` points ``y_j`` of the ``y`` series
+  (:meth:`~applicative.Basis.positions`, where its values determine its coefficients), the Funcformer along ``x``
+  maps the ``C`` functions of ``x`` at each ``y_j`` (features ``Vector(C)``, the points a batch), and the result,
+  back in coefficients, is mapped the same way along ``y`` at each of the ``n_x`` points ``x_i``:
+
+  $$ v = F_y \circ F_x (f), \qquad (F_x f)(\cdot, y_j) = \mathrm{Funcformer}_x\big(f(\cdot, y_j)\big). $$
+
+  Each point of the plane has its own ``width``-wide state in each Funcformer, and the composition lets the
+  output at ``(x, y)`` depend on the whole plane (a sum of the two would see only the row and the column through
+  it). It costs ``n_y`` (and ``n_x``) Funcformer sequences where the factored form runs one: about 3.4 times a
+  factored step on the CPU at Navier--Stokes' ``25 x 25`` series (the lab note
+  ``docs/notes/2026-11-29-axial.md``).
+
+The map keeps its input's shape: ``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is
+taken along the periodic axes only (a circular convolution needs a circle); along a bounded axis that Funcformer has
+none.
 """
 
 from __future__ import annotations
@@ -16,7 +33,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor, nn
 
-from applicative import Field, Pairs, Structure
+from applicative import Basis, Field, InputError, Pairs, Structure
 from instances import Fourier, Vector
 
 from ..funcformer import Funcformer, FuncformerConfig
@@ -31,6 +48,11 @@ class AlongAxes(nn.Module):
         width, hidden: each Funcformer's model channels and MLP width.
         config: the Funcformers' heads, depth, normalisation, activation, window and convolution (the last along
             periodic axes only).
+        axial: on a 2D domain, the axial form (each axis's Funcformer at every point of the other, composed)
+            instead of the factored one.
+
+    Raises:
+        InputError: ``axial`` on a 1D domain (there is no other axis to run along).
     """
 
     def __init__(
@@ -41,20 +63,26 @@ class AlongAxes(nn.Module):
         hidden: int,
         config: FuncformerConfig,
         *,
+        axial: bool = False,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self.domain = tuple(domain)
+        self.domain, self.axial = tuple(domain), axial
+        if axial and len(self.domain) != 2:
+            raise InputError(
+                f"AlongAxes: axial=True on a domain of {len(self.domain)} axis: the axial form runs each axis's "
+                "Funcformer at every point of the other; use axial=False on one axis"
+            )
         c, d, h = Vector(channels), Vector(width), Vector(hidden)
         x = self.domain[0]
-        if len(self.domain) == 1:
+        if len(self.domain) == 1 or axial:
             features: Structure = c
         else:
             features = self.domain[1] if c.size == 1 else Pairs(self.domain[1], c)
         self.x: Funcformer[Structure, Structure, Vector] = Funcformer(x, features, d, h, _on(config, x), dtype=dtype)
         self.y: Funcformer[Structure, Structure, Vector] | None = None
         if len(self.domain) == 2:  # the same along y: functions of x at each y, on the transposed input
-            across: Structure = x if c.size == 1 else Pairs(x, c)
+            across: Structure = c if axial else x if c.size == 1 else Pairs(x, c)
             self.y = Funcformer(self.domain[1], across, d, h, _on(config, self.domain[1]), dtype=dtype)
 
     def forward(self, f: Tensor) -> Tensor:
@@ -62,11 +90,38 @@ class AlongAxes(nn.Module):
         b, c = f.shape[0], f.shape[-1]
         if self.y is None:
             return self.x(Field(f, (self.domain[0], self.x.features))).tensor
+        if self.axial:
+            return self._along_y(self._along_x(f))
         n0, n1 = f.shape[1], f.shape[2]
         v = self.x(Field(f.reshape(b, n0, n1 * c), (self.domain[0], self.x.features))).tensor.reshape(b, n0, n1, c)
         t = f.transpose(1, 2).reshape(b, n1, n0 * c)  # [b, l, (k, c)]: y the sequence
         w = self.y(Field(t, (self.domain[1], self.y.features))).tensor.reshape(b, n1, n0, c)
         return v + w.transpose(1, 2)
+
+    def _along_x(self, f: Tensor) -> Tensor:
+        """The axial step along ``x``: the Funcformer along ``x`` at each point ``y_j`` of the ``y`` series."""
+        across = _basis(self.domain[1])
+        v = across.positions(f, 2, self.domain[1].size)  # (b, n0, n1 points, C)
+        b, n0, n1, c = v.shape
+        rows = v.transpose(1, 2).reshape(b * n1, n0, c)
+        out = self.x(Field(rows, (self.domain[0], self.x.features))).tensor.reshape(b, n1, n0, c).transpose(1, 2)
+        return across.stored(out, 2)
+
+    def _along_y(self, f: Tensor) -> Tensor:
+        """The axial step along ``y``: the Funcformer along ``y`` at each point ``x_i`` of the ``x`` series."""
+        assert self.y is not None
+        across = _basis(self.domain[0])
+        v = across.positions(f, 1, self.domain[0].size)  # (b, n0 points, n1, C)
+        b, n0, n1, c = v.shape
+        out = self.y(Field(v.reshape(b * n0, n1, c), (self.domain[1], self.y.features))).tensor
+        return across.stored(out.reshape(b, n0, n1, c), 1)
+
+
+def _basis(axis: Structure) -> Basis:
+    """The series' basis (coefficients <-> point values); every domain axis is a series, so it has one."""
+    basis = axis.basis
+    assert basis is not None, f"the domain's axis {axis!r} is not a series"
+    return basis
 
 
 def _on(config: FuncformerConfig, axis: Structure) -> FuncformerConfig:

@@ -12,7 +12,8 @@ the channels in and out, and its sizes:
   ``reading.kind = "fourier"`` reads the samples' exact discrete Fourier coefficients instead
   (:class:`~models.operator.FourierReader`).
 * **Network** (:class:`~models.operator.AlongAxes`). The reader's ``width`` channels are collapsed to ``channels``
-  functions, and a Funcformer along each axis maps them (in 2D the two outputs summed). With ``convolution`` each
+  functions, and a Funcformer along each axis maps them (in 2D the two outputs summed; with ``axial`` each axis's
+  Funcformer at every point of the other, composed). With ``convolution`` each
   layer along a periodic axis adds a learned circular convolution of its input (per channel, frequency by
   frequency: :attr:`models.FuncformerConfig.convolution`).
 * **Grid path** (:class:`~models.operator.GridPath`, ``grid_path = w > 0``; off by default). The network's functions
@@ -84,6 +85,13 @@ class OperatorModel(nn.Module):
         convolution: a learned circular convolution in each Funcformer layer along each periodic axis
             (:attr:`models.FuncformerConfig.convolution`; bounded axes have none). On by default, as in the operator
             config.
+        axial: on a grid of two axes, each axis's Funcformer at every point of the other axis, the two composed
+            (:class:`~models.operator.AlongAxes`' axial form: a state per point of the plane) instead of the factored
+            form (a state per point of one axis for all of the other's functions). Two axes only.
+        positional: each Funcformer adds a learned function of its axis' coordinate after its embedding
+            (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
+            depends on where it acts, as the physics of Burgers or KdV does not; a map that depends on where it acts
+            (a forcing fixed in space) needs it on.
         eps: layer-norm epsilon.
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
         log_input: read ``log`` of the inputs (all must be positive).
@@ -120,6 +128,8 @@ class OperatorModel(nn.Module):
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
         convolution: bool = True,
+        axial: bool = False,
+        positional: bool = True,
         eps: float = 1e-5,
         reading: Reading = READING,
         log_input: bool = False,
@@ -135,6 +145,11 @@ class OperatorModel(nn.Module):
                 auto = ", -1: chosen from the axes" if least < 0 else ""
                 raise InputError(f"OperatorModel: {name} must be an int >= {least} (0: off{auto}), got {w!r:.40}")
         decoder = decoder_width(decoder, [a.boundary for a in axes], homogeneous)
+        if axial and len(axes) != 2:
+            raise InputError(
+                f"OperatorModel: axial=True on a grid of {len(axes)} axis: the axial form runs each axis's Funcformer "
+                "at every point of the other; use axial=False on a 1D grid"
+            )
         if decoder > 0 and homogeneous != 0:
             raise InputError(
                 f"OperatorModel: decoder={decoder} with homogeneous={homogeneous}: the scaling u(c a) = c^d u(a) does "
@@ -157,8 +172,9 @@ class OperatorModel(nn.Module):
             activation=activation,
             window=window,
             convolution=convolution,
+            positional=positional,
         )
-        self.along = AlongAxes(self.domain, channels, width, hidden, config, dtype=dtype)
+        self.along = AlongAxes(self.domain, channels, width, hidden, config, axial=axial, dtype=dtype)
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
         boundaries = [a.boundary for a in self.axes]
         self.head: SeriesHead | PointDecoder = (

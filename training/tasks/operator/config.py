@@ -70,6 +70,18 @@ class Config(Optimiser):
             modes · width`` weights). Bounded axes have none, so it changes nothing there. Measured at equal steps
             it is worth 1.2–6 times on every periodic row of the zoo, with either reader and either loss (the lab
             note ``docs/notes/2026-11-29-convolution.md``); ``false`` builds the model of earlier releases.
+        axial: on a grid of two axes, each axis's Funcformer runs at every point of the other and the two are
+            composed (:class:`models.operator.AlongAxes`), instead of the factored form whose state at a point of one
+            axis holds all of the other's functions. On Navier--Stokes 1.5 times better at equal steps (1.59e-2
+            against 2.39e-2, with 10% fewer weights) and 3.4 times the time per step on the CPU (the lab note
+            ``docs/notes/2026-11-29-axial.md``); off by default, for its time and because the near-linear 2D rows
+            (Poisson, Darcy) were not measured with it. Two axes only (a 1D grid is refused).
+        positional: each Funcformer adds a learned function of its coordinate
+            (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
+            depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 7% better on
+            Burgers at ν = 0.01 and 5% on KdV (two seeds each), 14% on ν = 0.1, level on the trajectory map, but 12%
+            worse at ν = 0.001 (the lab note ``docs/notes/2026-11-29-axial.md``); on by default, since a map that
+            depends on where it acts (a forcing fixed in space) needs it.
         frequencies: Fourier features per axis of a grid sample's coordinate.
         reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
             queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
@@ -127,6 +139,8 @@ class Config(Optimiser):
     activation: Activation = "gelu"
     window: float = between(40.0, 0.0, 1e4)
     convolution: bool = True
+    axial: bool = False
+    positional: bool = True
     frequencies: int = between(4, 0, 64)
     reader: Reader = "attention"
     reader_width: int = between(32, 1, MAX_WIDTH)

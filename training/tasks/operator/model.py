@@ -42,6 +42,8 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         activation=ACTIVATIONS[config.activation],
         window=config.window,
         convolution=config.convolution,
+        axial=config.axial,
+        positional=config.positional,
         eps=config.eps,
         reading=Reading(
             config.reader_width, config.reader_heads, config.reader_window, config.frequencies, config.reader
@@ -117,7 +119,12 @@ def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
     count = layer_activations(points ** (shape.dims - 1), ns[0], r, 0, rh, points)
     if shape.dims == 2:
         count += layer_activations(ns[0], ns[1], r, 0, rh, points) + 4 * points * points * r
-    count += sum(config.depth * layer_activations(1, n, config.width, config.hidden, config.heads) for n in ns)
+    # each Funcformer runs once along its axis, or (axial, 2D) once at every point of the other axis
+    across = [ns[1], ns[0]] if config.axial and shape.dims == 2 else [1] * len(ns)
+    count += sum(
+        config.depth * layer_activations(m, n, config.width, config.hidden, config.heads)
+        for m, n in zip(across, ns, strict=True)
+    )
     if config.convolution:  # each layer's convolved input, along the periodic axes
         periodic = [n for a, n in zip(shape.axes, ns, strict=True) if a.boundary.periodic]
         count += config.depth * config.width * sum(periodic)
