@@ -109,3 +109,19 @@ def test_refusals_name_the_axes() -> None:
         AlongAxes((Fourier(5),), 3, 8, 16, config, axial=True)
     with pytest.raises(InputError, match=r"axial=True on a grid of 1 axis"):
         operator.build(operator.Config(axial=True), operator.Shape((PERIODIC,), 1, 1))
+
+
+def test_without_the_position_the_funcformers_have_none() -> None:
+    """``positional=False`` drops each Funcformer's learned function of its coordinate, ``n · width`` weights each,
+    and nothing else; the config builds the same."""
+    axes = [PERIODIC, ZERO]
+    torch.manual_seed(0)
+    on = OperatorModel(axes, 2, 1, **SIZES)  # type: ignore[arg-type]
+    off = OperatorModel(axes, 2, 1, positional=False, **SIZES)  # type: ignore[arg-type]
+    dropped = {k for k, _ in on.named_parameters()} - {k for k, _ in off.named_parameters()}
+    assert dropped == {"along.x.position", "along.y.position"}
+    n = [a.boundary.length(SIZES["modes"]) for a in axes]
+    count = sum(p.numel() for p in on.parameters()) - sum(p.numel() for p in off.parameters())
+    assert count == sum(n) * SIZES["width"]
+    built = operator.build(operator.PRESETS["tiny"].replace(positional=False), operator.Shape(tuple(axes), 2, 1))
+    assert built.along.x.position is None and built.along.y is not None and built.along.y.position is None

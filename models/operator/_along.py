@@ -16,9 +16,8 @@ point are ``C`` numbers. On a 2D domain ``X x Y`` two ways:
 
   Each point of the plane has its own ``width``-wide state in each Funcformer, and the composition lets the
   output at ``(x, y)`` depend on the whole plane (a sum of the two would see only the row and the column through
-  it). It costs ``n_y`` (and ``n_x``) Funcformer sequences where the factored form runs one: about 3.4 times a
-  factored step on the CPU at Navier--Stokes' ``25 x 25`` series (the lab note
-  ``docs/notes/2026-11-29-axial.md``).
+  it). It costs ``n_y`` (and ``n_x``) Funcformer sequences where the factored form runs one: on the CPU about nine
+  times a factored step at Navier--Stokes' ``25 x 25`` series (the lab note ``docs/notes/2026-11-29-axial.md``).
 
 The map keeps its input's shape: ``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is
 taken along the periodic axes only (a circular convolution needs a circle); along a bounded axis that Funcformer has
