@@ -73,10 +73,11 @@ class Config(Optimiser):
         axial: on a grid of two axes, each axis's Funcformer runs at every point of the other and the two are
             composed (:class:`models.operator.AlongAxes`), instead of the factored form whose state at a point of one
             axis holds all of the other's functions. On Navier--Stokes 1.3–1.5 times better at equal steps (1.59e-2
-            and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step on the CPU (the lab note
-            ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed between its two
-            Funcformers at a point) 1.355e-2, level with the FNO. Off by default, for its time and because the
-            near-linear 2D rows (Poisson, Darcy) were not measured with it. Two axes only (a 1D grid is refused).
+            and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
+            on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
+            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.11 of the FNO on average. Off by
+            default, for its time and because the near-linear 2D rows (Poisson, Darcy) were not measured with it.
+            Two axes only (a 1D grid is refused).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 7% better on
