@@ -80,7 +80,7 @@ class Config(Optimiser):
             Two axes only (a 1D grid is refused).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
-            depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 7% better on
+            depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 6% better on
             Burgers at ν = 0.01 and 5% on KdV (two seeds each), 14% on ν = 0.1, level on the trajectory map, but 12%
             worse at ν = 0.001 (the lab note ``docs/notes/2026-11-29-axial.md``); on by default, since a map that
             depends on where it acts (a forcing fixed in space) needs it.
