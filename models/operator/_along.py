@@ -90,30 +90,23 @@ class AlongAxes(nn.Module):
         if self.y is None:
             return self.x(Field(f, (self.domain[0], self.x.features))).tensor
         if self.axial:
-            return self._along_y(self._along_x(f))
+            return self._axial(self._axial(f, 0), 1)
         n0, n1 = f.shape[1], f.shape[2]
         v = self.x(Field(f.reshape(b, n0, n1 * c), (self.domain[0], self.x.features))).tensor.reshape(b, n0, n1, c)
         t = f.transpose(1, 2).reshape(b, n1, n0 * c)  # [b, l, (k, c)]: y the sequence
         w = self.y(Field(t, (self.domain[1], self.y.features))).tensor.reshape(b, n1, n0, c)
         return v + w.transpose(1, 2)
 
-    def _along_x(self, f: Tensor) -> Tensor:
-        """The axial step along ``x``: the Funcformer along ``x`` at each point ``y_j`` of the ``y`` series."""
-        across = _basis(self.domain[1])
-        v = across.positions(f, 2, self.domain[1].size)  # (b, n0, n1 points, C)
-        b, n0, n1, c = v.shape
-        rows = v.transpose(1, 2).reshape(b * n1, n0, c)
-        out = self.x(Field(rows, (self.domain[0], self.x.features))).tensor.reshape(b, n1, n0, c).transpose(1, 2)
-        return across.stored(out, 2)
-
-    def _along_y(self, f: Tensor) -> Tensor:
-        """The axial step along ``y``: the Funcformer along ``y`` at each point ``x_i`` of the ``x`` series."""
-        assert self.y is not None
-        across = _basis(self.domain[0])
-        v = across.positions(f, 1, self.domain[0].size)  # (b, n0 points, n1, C)
-        b, n0, n1, c = v.shape
-        out = self.y(Field(v.reshape(b * n0, n1, c), (self.domain[1], self.y.features))).tensor
-        return across.stored(out.reshape(b, n0, n1, c), 1)
+    def _axial(self, f: Tensor, along: int) -> Tensor:
+        """The axial step along axis ``along`` (``0``: ``x``, ``1``: ``y``): its Funcformer at each point of the other
+        axis's series, the points a batch; ``f`` ``(batch, n_x, n_y, C)`` coefficients in and out."""
+        other, funcformer = 1 - along, self.x if along == 0 else self.y
+        assert funcformer is not None
+        basis = _basis(self.domain[other])
+        v = basis.positions(f, 1 + other, self.domain[other].size).movedim(1 + other, 1)  # (b, points, n_along, C)
+        b, m, n, c = v.shape
+        out = funcformer(Field(v.reshape(b * m, n, c), (self.domain[along], funcformer.features))).tensor
+        return basis.stored(out.reshape(b, m, n, c).movedim(1, 1 + other), 1 + other)
 
 
 def _basis(axis: Structure) -> Basis:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from models.operator import DECODER_WIDTH, OperatorModel, Reading, decoder_width
+from models.operator import OperatorModel, Reading, decoder_width
 from training import registry
 from training.budget import layer_activations
 from training.config import describe
@@ -83,14 +83,10 @@ def recorded(fields: Mapping[str, Any]) -> dict[str, Any]:
     return record(config_of(fields), shape_of(fields))
 
 
-#: the pointwise decoder's width where ``decoder = -1`` chooses one
-DECODER = DECODER_WIDTH
-
-
 def decoder_for(config: Config, shape: Shape) -> int:
     """The pointwise decoder's width for ``config`` on data of ``shape``: :func:`models.operator.decoder_width`
-    (``config.decoder``, or where it is ``-1`` :data:`DECODER` on a grid of periodic axes and ``0`` where an axis is
-    bounded or the model is homogeneous)."""
+    (``config.decoder``, or where it is ``-1`` :data:`models.operator.DECODER_WIDTH` on a grid of periodic axes and
+    ``0`` where an axis is bounded or the model is homogeneous)."""
     return decoder_width(config.decoder, [a.boundary for a in shape.axes], config.homogeneous)
 
 
