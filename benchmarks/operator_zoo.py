@@ -46,6 +46,7 @@ Needs the ``bench`` extra (``pip install -e ".[bench]"``).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -452,23 +453,36 @@ def fitted(cfg: Config, train: Samples) -> Config:
     return out
 
 
+def deeper(cfg: Config) -> Config:
+    """``cfg`` with one more layer at about its weights: the width scaled by ``sqrt(depth / (depth + 1))`` (a layer's
+    weights grow as the width squared), down to a multiple of the heads, and the MLP's width with it (four layers of
+    36 -> five of 32)."""
+    width = max(cfg.heads, int(cfg.width * math.sqrt(cfg.depth / (cfg.depth + 1))) // cfg.heads * cfg.heads)
+    return cfg.replace(depth=cfg.depth + 1, width=width, hidden=max(1, round(cfg.hidden * width / cfg.width)))
+
+
 def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str, Config]]:
     """The Funcformer's settings, in the order tried. Where every axis is periodic: the exact Fourier reader with the
-    relative loss (the best measured on every periodic row); the same in the axial form on two axes, or without the
-    learned position on one (no weight depends on where it acts); the row's own; the first with its rate halved.
+    relative loss (the best measured on every periodic row); then on two axes the same in the axial form with 16
+    functions handed along (Navier--Stokes: 1.47e-2 over two seeds against 1.69e-2 with the default), the row's own,
+    and the first with its rate halved; on one axis the first without the learned position (no weight depends on
+    where it acts), then one layer deeper at the same weights (:func:`deeper`), with and without the position.
     Elsewhere: the row's; the relative loss; the rate halved; the rate doubled."""
     if all(a.boundary.periodic for a in axes):
         tuned = base.replace(reader="fourier", loss="relative")
-        second = (
-            ("fourier reader, relative loss, axial", tuned.replace(axial=True))
-            if len(axes) == 2
-            else ("fourier reader, relative loss, no position", tuned.replace(positional=False))
-        )
+        first = ("fourier reader, relative loss", tuned)
+        if len(axes) == 2:
+            return [
+                first,
+                ("fourier reader, relative loss, axial, 16 functions", tuned.replace(axial=True, channels=16)),
+                ("recipe", base),
+                ("fourier reader, relative loss, lr/2", tuned.replace(lr=base.lr / 2)),
+            ]
         return [
-            ("fourier reader, relative loss", tuned),
-            second,
-            ("recipe", base),
-            ("fourier reader, relative loss, lr/2", tuned.replace(lr=base.lr / 2)),
+            first,
+            ("fourier reader, relative loss, no position", tuned.replace(positional=False)),
+            ("fourier reader, relative loss, one layer deeper", deeper(tuned)),
+            ("fourier reader, relative loss, one layer deeper, no position", deeper(tuned).replace(positional=False)),
         ]
     relative = ("relative loss", base.replace(loss="relative"))
     return [("recipe", base), relative, ("lr/2", base.replace(lr=base.lr / 2)), ("lr*2", base.replace(lr=2 * base.lr))]

@@ -1,8 +1,13 @@
-"""Shared test settings: hypothesis profiles (CI runs fewer examples, never a deadline), and the ``one_thread``
-fixture (``pytestmark = pytest.mark.usefixtures("one_thread")``) for tests whose figures assume one thread."""
+"""Shared test settings: hypothesis profiles (CI runs fewer examples, never a deadline), the ``one_thread``
+fixture (``pytestmark = pytest.mark.usefixtures("one_thread")``) for tests whose figures assume one thread, and
+``benchmark``, which imports a script of ``benchmarks/`` by name."""
 
+import importlib.util
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -23,3 +28,19 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def benchmark() -> Callable[[str], ModuleType]:
+    """``benchmark(NAME)``: ``benchmarks/NAME.py`` imported as module ``NAME`` (the scripts are not a package)."""
+
+    def load(name: str) -> ModuleType:
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while they are built
+        spec.loader.exec_module(module)
+        return module
+
+    return load

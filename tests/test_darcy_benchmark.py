@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import shutil
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType, SimpleNamespace
 
 import pytest
@@ -20,26 +18,15 @@ from training.tasks.darcy.model import SHAPE
 from training.tasks.operator.model import build
 from training.tasks.operator.task import objective
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("darcy_vs_fno", ROOT / "benchmarks" / "darcy_vs_fno.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["darcy_vs_fno"] = module  # dataclasses look their module up while they are built
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.skipif(
     not (shutil.which("c++") or shutil.which("g++")), reason="torch.compile on the CPU needs a C++ compiler"
 )
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's inductor imports torch.jit.script_method
 @pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`:UserWarning")
-def test_a_compiled_model_trains_the_same_steps_outside_its_clock() -> None:
+def test_a_compiled_model_trains_the_same_steps_outside_its_clock(benchmark: Callable[[str], ModuleType]) -> None:
     """Compiled before its clock starts (one forward and backward, no step taken), then the eager trajectory."""
-    bench = _benchmark()
+    bench = benchmark("darcy_vs_fno")
     ticks = itertools.count()  # a clock that advances one second per reading: what the run counts, not how fast
     bench.time = SimpleNamespace(perf_counter=lambda: float(next(ticks)))
     cfg = PRESETS["tiny"].replace(smooth=1.0)
