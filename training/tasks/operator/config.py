@@ -75,8 +75,9 @@ class Config(Optimiser):
             axis holds all of the other's functions. On Navier--Stokes 1.3–1.5 times better at equal steps (1.59e-2
             and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
             on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
-            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.11 of the FNO on average. Off by
-            default, for its time and because the near-linear 2D rows (Poisson, Darcy) were not measured with it.
+            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, in the zoo 1.23 of the FNO at its best
+            (``docs/notes/2026-11-30-four-settings.md``). Off by default, for its time and because the near-linear 2D
+            rows (Poisson, Darcy) were not measured with it.
             Two axes only (a 1D grid is refused).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
