@@ -453,12 +453,13 @@ def fitted(cfg: Config, train: Samples) -> Config:
     return out
 
 
-def deeper(cfg: Config) -> Config:
-    """``cfg`` with one more layer at about its weights: the width scaled by ``sqrt(depth / (depth + 1))`` (a layer's
-    weights grow as the width squared), down to a multiple of the heads, and the MLP's width with it (four layers of
-    36 -> five of 32)."""
-    width = max(cfg.heads, int(cfg.width * math.sqrt(cfg.depth / (cfg.depth + 1))) // cfg.heads * cfg.heads)
-    return cfg.replace(depth=cfg.depth + 1, width=width, hidden=max(1, round(cfg.hidden * width / cfg.width)))
+def deeper(cfg: Config, layers: int = 1) -> Config:
+    """``cfg`` with ``layers`` more layers at about its weights: the width scaled by ``sqrt(depth / (depth + layers))``
+    (a layer's weights grow as the width squared), down to a multiple of the heads, and the MLP's width with it (four
+    layers of 36 -> five of 32, or six of 28)."""
+    depth = cfg.depth + layers
+    width = max(cfg.heads, int(cfg.width * math.sqrt(cfg.depth / depth)) // cfg.heads * cfg.heads)
+    return cfg.replace(depth=depth, width=width, hidden=max(1, round(cfg.hidden * width / cfg.width)))
 
 
 def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str, Config]]:
@@ -466,8 +467,9 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
     relative loss (the best measured on every periodic row); then on two axes the same in the axial form with 16
     functions handed along (Navier--Stokes: 1.47e-2 over two seeds against 1.69e-2 with the default), the row's own,
     and the first with its rate halved; on one axis the first without the learned position (no weight depends on
-    where it acts), then one layer deeper at the same weights (:func:`deeper`), with and without the position.
-    Elsewhere: the row's; the relative loss; the rate halved; the rate doubled."""
+    where it acts), then two layers deeper at about the same weights (:func:`deeper`) without the layer norms
+    (without them depth pays: ``docs/notes/2026-11-30-no-norms.md``), with and without the position.
+    Elsewhere: the row's, and the same without the layer norms; the relative loss, with and without them."""
     if all(a.boundary.periodic for a in axes):
         tuned = base.replace(reader="fourier", loss="relative")
         first = ("fourier reader, relative loss", tuned)
@@ -478,14 +480,20 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
                 ("recipe", base),
                 ("fourier reader, relative loss, lr/2", tuned.replace(lr=base.lr / 2)),
             ]
+        bare = deeper(tuned, 2).replace(norms=False)
         return [
             first,
             ("fourier reader, relative loss, no position", tuned.replace(positional=False)),
-            ("fourier reader, relative loss, one layer deeper", deeper(tuned)),
-            ("fourier reader, relative loss, one layer deeper, no position", deeper(tuned).replace(positional=False)),
+            ("fourier reader, relative loss, two layers deeper, no norms", bare),
+            ("fourier reader, relative loss, two layers deeper, no norms, no position", bare.replace(positional=False)),
         ]
-    relative = ("relative loss", base.replace(loss="relative"))
-    return [("recipe", base), relative, ("lr/2", base.replace(lr=base.lr / 2)), ("lr*2", base.replace(lr=2 * base.lr))]
+    relative = base.replace(loss="relative")
+    return [
+        ("recipe", base),
+        ("no norms", base.replace(norms=False)),
+        ("relative loss", relative),
+        ("relative loss, no norms", relative.replace(norms=False)),
+    ]
 
 
 #: the plain FNO's settings, its strongest first (the lab note ``docs/notes/2026-11-30-four-settings.md``):

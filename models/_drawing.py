@@ -150,16 +150,17 @@ def attention_steps(name: str, mha: MultiHeadAttention[Any], s_q: Structure, s_k
 
 
 def residual_block(
-    name: str, norm: Step, norm_first: bool, s: Structure, d: Structure, body: Iterable[Step]
+    name: str, norm: Step | None, norm_first: bool, s: Structure, d: Structure, body: Iterable[Step]
 ) -> Iterator[Step]:
-    """``x + body(norm x)`` (pre-norm) or ``norm(x + body x)``: a fork, the body, the residual's pants."""
+    """``x + body(norm x)`` (pre-norm) or ``norm(x + body x)`` (``x + body x`` without a norm): a fork, the body,
+    the residual's pants."""
     x = (s, d)
     yield Step(name, "copy", (x,), x, label="fork")
-    if norm_first:
+    if norm is not None and norm_first:
         yield norm
     yield from body
     yield Step(name, "residual", (x, x), x, pants=(Gadget(s, "zip_with add"), Gadget(d, "zip_with add")), label="+")
-    if not norm_first:
+    if norm is not None and not norm_first:
         yield norm
 
 

@@ -75,6 +75,9 @@ class FuncformerConfig:
         depth: encoder layers.
         normalise: attention normalisation; ``None`` is the scaled softmax against ``X``'s measure.
         norm_first: pre-norm residual blocks (the stable choice for deep stacks).
+        norms: the layer norms of each residual block. Off, each block is ``h + f(h)`` with nothing fixing the
+            features' scale at a point: what a map whose output follows its input's amplitude (Burgers' speed is
+            its amplitude) wants, as an FNO's layers have no norm (``norm_first`` then changes nothing).
         final_norm: layer norm before the unembedding. Off by default: it fixes the scale of the
             features at each point ``x``, which a linear operator's output must be free to follow.
         eps: layer-norm epsilon (a large value, e.g. 100, makes the norms nearly linear).
@@ -104,6 +107,7 @@ class FuncformerConfig:
     depth: int = 2
     normalise: Normalise | None = None
     norm_first: bool = True
+    norms: bool = True
     final_norm: bool = False
     eps: float = 1e-5
     positional: bool = True
@@ -205,6 +209,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
                 config.heads,
                 normalise=config.normalise,
                 norm_first=config.norm_first,
+                norms=config.norms,
                 activation=config.activation,
                 eps=config.eps,
                 key=config.key,

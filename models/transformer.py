@@ -118,7 +118,9 @@ class _Layer(nn.Module, Generic[D]):
         self._heads = (k, v, heads)
 
     def norm(self, i: int, x: Field[S, D]) -> Field[S, D]:
-        return cast("LayerNorm[D]", getattr(self, f"norm{i}"))(x)
+        """Norm ``i`` of ``x`` (``x`` itself in a layer built without norms)."""
+        ln = getattr(self, f"norm{i}", None)
+        return x if ln is None else cast("LayerNorm[D]", ln)(x)
 
     def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
         l1, l2 = self.linear1, self.linear2
@@ -145,7 +147,8 @@ class _Layer(nn.Module, Generic[D]):
             linear_step(join(name, "linear2"), self.linear2, (s,), "linear2"),
         ]
         for i, body in enumerate([*self.attention_steps(name, s, memory), ff], 1):
-            norm = norm_step(join(name, f"norm{i}"), getattr(self, f"norm{i}"), (s,))
+            ln = getattr(self, f"norm{i}", None)
+            norm = None if ln is None else norm_step(join(name, f"norm{i}"), ln, (s,))
             yield from residual_block(name, norm, self.norm_first, s, d, body)
 
 
@@ -157,6 +160,9 @@ class EncoderLayer(_Layer[D]):
         heads: attention heads; key/value: per-head structures (default ``Vector(d // heads)``).
         normalise: attention normalisation (default scaled softmax; :class:`CausalSoftmax` for a decoder).
         norm_first: pre-norm (True) or post-norm (False, PyTorch's default).
+        norms: the two layer norms; ``False`` builds none, each block then a plain residual ``x + f(x)`` (as an
+            FNO's layers have no norm: a norm at each point fixes the scale of the features there, which a map
+            whose output follows its input's amplitude must carry through the residual stream alone).
     """
 
     def __init__(
@@ -169,6 +175,7 @@ class EncoderLayer(_Layer[D]):
         value: Structure | None = None,
         normalise: Normalise | None = None,
         norm_first: bool = False,
+        norms: bool = True,
         activation: Pointwise = torch.relu,
         eps: float = 1e-5,
         dtype: torch.dtype | None = None,
@@ -178,7 +185,7 @@ class EncoderLayer(_Layer[D]):
             model,
             hidden,
             heads,
-            2,
+            2 if norms else 0,
             key=key,
             value=value,
             normalise=normalise,

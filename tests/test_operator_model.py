@@ -162,6 +162,24 @@ def test_activation_reaches_every_mlp() -> None:
         assert not torch.allclose(gelu(_inputs(d)), relu(_inputs(d)))
 
 
+def test_norms_off_takes_the_norms_out_of_every_funcformer_layer_only() -> None:
+    """``norms=False``: no layer norm in any Funcformer layer (each block ``h + f(h)``), the grid reader's kept; the
+    model is the normed one's weights less its norms (2 per layer, weight and bias), and its outputs differ."""
+    config = PRESETS["tiny"].replace(dtype="float64")
+    normed, bare = _model(config), _model(config, norms=False)
+    layers = [m for m in bare.modules() if isinstance(m, EncoderLayer)]
+    assert len(layers) == config.depth * 2
+    assert not any(isinstance(m, torch.nn.LayerNorm) or "norm" in n for lay in layers for n, m in lay.named_modules())
+    assert isinstance(bare.reader, GridReader) and bare.reader.norm_x is not None
+    dropped = set(normed.state_dict()) - set(bare.state_dict())
+    assert dropped and all(".norm1." in k or ".norm2." in k for k in dropped)
+    assert sum(normed.state_dict()[k].numel() for k in dropped) == len(layers) * 2 * 2 * config.width
+    bare.load_state_dict({k: v for k, v in normed.state_dict().items() if k not in dropped})
+    d = data.sample("piecewise", 2, points=config.points, refine=1)
+    with torch.no_grad():
+        assert not torch.allclose(normed(_inputs(d)), bare(_inputs(d)))
+
+
 def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> None:
     """``channels=C``: the Funcformers read ``C`` functions at each point (features ``Pairs(Y, Vector(C))``, channel
     fastest) and ``combine`` mixes their ``C`` outputs. With the embeddings blind to channels 1.., and ``combine``

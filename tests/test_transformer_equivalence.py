@@ -103,6 +103,22 @@ def test_encoder_layer(record_property: Record, norm_first: bool, heads: int, ca
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_without_norms(record_property: Record, norm_first: bool) -> None:
+    """``norms=False``: PyTorch's layer with both norms replaced by the identity (``x + f(x)`` per block)."""
+    ref = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64)
+    ref.norm1, ref.norm2 = nn.Identity(), nn.Identity()  # type: ignore[assignment]
+    gen = EncoderLayer(Model(), Hidden(), 4, norm_first=norm_first, norms=False, dtype=F64)
+    assert not any("norm" in name for name, _ in gen.named_parameters())
+    gen.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 7, 16, dtype=F64)
+    with_norms = EncoderLayer(Model(), Hidden(), 4, norm_first=norm_first, dtype=F64)
+    with_norms.load_state_dict(gen.state_dict(), strict=False)  # the same weights, unit norms: must differ
+    want, got = ref(x), gen(Field(x, (Seq(), Model()))).tensor
+    assert rel_err(with_norms(Field(x, (Seq(), Model()))).tensor, want) > 1e-2
+    check(record_property, f"encoder_layer[no norms, nf={norm_first}]", got, want)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("heads", [1, 4])
 @pytest.mark.parametrize("causal", [False, True])
 def test_decoder_layer(record_property: Record, norm_first: bool, heads: int, causal: bool) -> None:

@@ -1,4 +1,4 @@
-"""``benchmarks/operator_zoo.py``'s Funcformer settings: as many as the FNO's, and the deeper one at the same weights
+"""``benchmarks/operator_zoo.py``'s Funcformer settings: as many as the FNO's, and the deeper ones at the same weights
 (counted on the built models, not from the formula)."""
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ def _weights(config: operator.Config, axes: tuple[Axis, ...]) -> int:
 @pytest.mark.parametrize(
     "config", [operator.Config(), operator.Config(width=24, hidden=48, heads=2, depth=2)], ids=["default", "small"]
 )
-def test_deeper_has_one_more_layer_at_about_the_same_weights(
-    config: operator.Config, benchmark: Callable[[str], ModuleType]
+@pytest.mark.parametrize("layers", [1, 2])
+def test_deeper_has_more_layers_at_about_the_same_weights(
+    config: operator.Config, layers: int, benchmark: Callable[[str], ModuleType]
 ) -> None:
-    deeper = benchmark("operator_zoo").deeper(config)
-    assert deeper.depth == config.depth + 1 and deeper.width % deeper.heads == 0
+    deeper = benchmark("operator_zoo").deeper(config, layers)
+    assert deeper.depth == config.depth + layers and deeper.width % deeper.heads == 0
     before, after = _weights(config, (PERIODIC,)), _weights(deeper, (PERIODIC,))
     assert abs(after / before - 1) < 0.1, (before, after)
 

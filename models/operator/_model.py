@@ -92,6 +92,8 @@ class OperatorModel(nn.Module):
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not; a map that depends on where it acts
             (a forcing fixed in space) needs it on.
+        norms: the layer norms in each Funcformer layer (:attr:`models.FuncformerConfig.norms`); off, each
+            residual block is ``h + f(h)``, as in an FNO's layers (the grid reader keeps its own).
         eps: layer-norm epsilon.
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
         log_input: read ``log`` of the inputs (all must be positive).
@@ -130,6 +132,7 @@ class OperatorModel(nn.Module):
         convolution: bool = True,
         axial: bool = False,
         positional: bool = True,
+        norms: bool = True,
         eps: float = 1e-5,
         reading: Reading = READING,
         log_input: bool = False,
@@ -173,6 +176,7 @@ class OperatorModel(nn.Module):
             window=window,
             convolution=convolution,
             positional=positional,
+            norms=norms,
         )
         self.along = AlongAxes(self.domain, channels, width, hidden, config, axial=axial, dtype=dtype)
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)

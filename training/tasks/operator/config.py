@@ -75,7 +75,7 @@ class Config(Optimiser):
             axis holds all of the other's functions. On Navier--Stokes 1.3–1.5 times better at equal steps (1.59e-2
             and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
             on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
-            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.23 of the FNO at ``2e-3``. On Poisson
+            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``. On Poisson
             (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane,
             not a near-linear one.
@@ -86,6 +86,15 @@ class Config(Optimiser):
             Burgers at ν = 0.01 and 5% on KdV (two seeds each), 14% on ν = 0.1, level on the trajectory map, but 12%
             worse at ν = 0.001 (the lab note ``docs/notes/2026-11-29-axial.md``); on by default, since a map that
             depends on where it acts (a forcing fixed in space) needs it.
+        norms: the layer norms in each Funcformer layer (:attr:`models.FuncformerConfig.norms`). Off, each residual
+            block is ``h + f(h)``, as an FNO's layers are: a norm at each point fixes the features' scale there,
+            which a map whose output follows its input's amplitude (Burgers' speed is its amplitude) must then carry
+            through the residual stream alone. Measured at equal steps (the lab note
+            ``docs/notes/2026-11-30-no-norms.md``): 37% better on Poisson, 14% on log-normal Darcy, 7–14% at
+            ν = 0.01 and on KdV (two seeds each), within 3% at ν = 0.1 and on the trajectory map, but 20% and 4% worse
+            at ν = 0.001 with the position (two seeds) and 6% on piecewise Darcy (one seed). So on by default;
+            without the norms depth pays (six layers of 28 instead of four of 36, the same weights: 1.2–1.5 times
+            better on the 1D rows), which the zoo tries.
         frequencies: Fourier features per axis of a grid sample's coordinate.
         reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
             queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
@@ -145,6 +154,7 @@ class Config(Optimiser):
     convolution: bool = True
     axial: bool = False
     positional: bool = True
+    norms: bool = True
     frequencies: int = between(4, 0, 64)
     reader: Reader = "attention"
     reader_width: int = between(32, 1, MAX_WIDTH)

@@ -44,6 +44,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         convolution=config.convolution,
         axial=config.axial,
         positional=config.positional,
+        norms=config.norms,
         eps=config.eps,
         reading=Reading(
             config.reader_width, config.reader_heads, config.reader_window, config.frequencies, config.reader
