@@ -92,9 +92,10 @@ class Config(Optimiser):
             through the residual stream alone. Measured at equal steps (the lab note
             ``docs/notes/2026-11-30-no-norms.md``): 37% better on Poisson, 14% on log-normal Darcy, 7–14% at
             ν = 0.01 and on KdV (two seeds each), within 3% at ν = 0.1 and on the trajectory map, but 20% and 4% worse
-            at ν = 0.001 with the position (two seeds) and 6% on piecewise Darcy (one seed). So on by default;
-            without the norms depth pays (six layers of 28 instead of four of 36, the same weights: 1.2–1.5 times
-            better on the 1D rows), which the zoo tries.
+            at ν = 0.001 with the position, 6% and 3% on piecewise Darcy (two seeds each) and 4% on Navier--Stokes.
+            So on by default. Without the norms depth pays: six layers of 28 instead of four of 36 (about the same
+            weights) were 1.2–1.4 times better again at every viscosity and on KdV, 6% on the trajectory map; the
+            zoo tries them.
         frequencies: Fourier features per axis of a grid sample's coordinate.
         reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
             queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
