@@ -117,10 +117,14 @@ class _Layer(nn.Module, Generic[D]):
             self.add_module(f"norm{i}", LayerNorm(model, eps, **kw))  # type: ignore[arg-type]
         self._heads = (k, v, heads)
 
+    def norm_module(self, i: int) -> LayerNorm[D] | None:
+        """Norm ``i`` (``norm1``, ``norm2``, ...), or ``None`` in a layer built without norms."""
+        return cast("LayerNorm[D] | None", getattr(self, f"norm{i}", None))
+
     def norm(self, i: int, x: Field[S, D]) -> Field[S, D]:
         """Norm ``i`` of ``x`` (``x`` itself in a layer built without norms)."""
-        ln = getattr(self, f"norm{i}", None)
-        return x if ln is None else cast("LayerNorm[D]", ln)(x)
+        ln = self.norm_module(i)
+        return x if ln is None else ln(x)
 
     def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
         l1, l2 = self.linear1, self.linear2
@@ -147,7 +151,7 @@ class _Layer(nn.Module, Generic[D]):
             linear_step(join(name, "linear2"), self.linear2, (s,), "linear2"),
         ]
         for i, body in enumerate([*self.attention_steps(name, s, memory), ff], 1):
-            ln = getattr(self, f"norm{i}", None)
+            ln = self.norm_module(i)
             norm = None if ln is None else norm_step(join(name, f"norm{i}"), ln, (s,))
             yield from residual_block(name, norm, self.norm_first, s, d, body)
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as nnf
 
-from applicative import Field, InputError, Vector
+from applicative import Field, InputError, LayerNorm, Vector
 from instances.axes import X, Y
 from instances.chebyshev import bubble, points, vandermonde
 from instances.layouts import Nodes
@@ -169,7 +169,7 @@ def test_norms_off_takes_the_norms_out_of_every_funcformer_layer_only() -> None:
     normed, bare = _model(config), _model(config, norms=False)
     layers = [m for m in bare.modules() if isinstance(m, EncoderLayer)]
     assert len(layers) == config.depth * 2
-    assert not any(isinstance(m, torch.nn.LayerNorm) or "norm" in n for lay in layers for n, m in lay.named_modules())
+    assert not any(isinstance(m, LayerNorm) or "norm" in n for lay in layers for n, m in lay.named_modules())
     assert isinstance(bare.reader, GridReader) and bare.reader.norm_x is not None
     dropped = set(normed.state_dict()) - set(bare.state_dict())
     assert dropped and all(".norm1." in k or ".norm2." in k for k in dropped)
