@@ -68,7 +68,7 @@ from training.tasks.operator import fno as peer
 from training.tasks.operator.linear import least_squares
 from training.tasks.operator.peers import Plain, PlainFNOTask
 from training.tasks.operator.rollout import UnrolledTask, horizon_errors, rollout, windows
-from training.tasks.operator.task import OperatorTask, check_fit, errors
+from training.tasks.operator.task import PROBE, OperatorTask, check_fit, collapse, errors
 from training.tasks.operator.unet import UNetTask
 
 ROWS = (
@@ -328,6 +328,9 @@ class Run:
     seconds: float = 0.0
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     errors: dict[str, float] = field(default_factory=dict)
+    #: the step where its predictions stopped depending on the input (:func:`~training.tasks.operator.task.collapse`)
+    #: and the run was stopped, if it did
+    collapsed: int | None = None
 
 
 Learner = tuple[Callable[[], Tensor], Callable[[Samples], Tensor], Callable[[Tensor], Tensor], int]
@@ -416,6 +419,12 @@ def train(make: Callable[[], Learner], p: Problem, steps: int, evals: int, label
                     f"    {label} [{setting}] step {i}/{steps}, {run.seconds:.0f}s: held-out {score['test']:.3e}",
                     flush=True,
                 )
+                with torch.no_grad():
+                    why = collapse(predict(p.train.inputs[:PROBE]), p.train.outputs[:PROBE])
+                if why is not None:
+                    print(f"    {label} [{setting}] collapsed at step {i}: {why}; stopped", flush=True)
+                    run.collapsed = i
+                    break
         run.errors = _score(p, evaluate, predict)
         return run
     finally:

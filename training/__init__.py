@@ -40,6 +40,7 @@ from .distributed import SINGLE, Ranks, check_batch, device_of, setup, teardown
 from .errors import DataError, InputError, UserError
 from .fingerprint import fingerprint
 from .loop import (
+    Collapsed,
     Diverged,
     FitOptions,
     Optimised,
@@ -47,6 +48,7 @@ from .loop import (
     Schedule,
     Task,
     Trained,
+    Watched,
     check_resume,
     fit,
     fit_config,
@@ -63,6 +65,7 @@ __all__ = [
     "BudgetError",
     "Checked",
     "CheckpointError",
+    "Collapsed",
     "ConfigError",
     "DataError",
     "Diverged",
@@ -82,6 +85,7 @@ __all__ = [
     "TaskSpec",
     "Trained",
     "UserError",
+    "Watched",
     "at_least",
     "between",
     "check_batch",

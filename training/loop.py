@@ -14,7 +14,10 @@ and plain data); :func:`fit` runs it to ``steps``:
   run's extend it; so is another time budget; ``restart`` starts afresh whatever the directory holds;
 * SIGINT and SIGTERM finish the current step, write a checkpoint and raise :class:`Interrupted`;
 * a loss or metric that stops being finite raises :class:`Diverged`, which says truthfully which
-  checkpoint (if any) is kept -- nothing non-finite is ever written.
+  checkpoint (if any) is kept, and so does a state that does under a finite loss (Adam's squared gradients can
+  overflow first), as it is saved or at an evaluation -- nothing non-finite is ever written;
+* a task that can tell when its model stopped depending on its input (a :class:`Watched` task: every prediction the
+  same, the weights finite) is asked at each evaluation, and a run that got there raises :class:`Collapsed`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypedDict, Unpack
+from typing import Any, Generic, Protocol, TypedDict, Unpack, runtime_checkable
 
 import numpy as np
 import torch
@@ -158,6 +161,21 @@ class Diverged(UserError, FloatingPointError):
     """The loss or a metric stopped being finite."""
 
 
+class Collapsed(UserError):
+    """The model stopped depending on its input: every prediction the same, the weights finite. Its gradients vanish
+    with the spread, so it has stopped learning (a held-out error stuck at exactly 1 for the rest of the run, in
+    ``docs/notes/2026-11-30-no-norms.md``), and the loop stops it."""
+
+
+@runtime_checkable
+class Watched(Protocol):
+    """A task that can say whether its model has collapsed, asked at each evaluation."""
+
+    def collapsed(self) -> str | None:
+        """Why the model's output no longer depends on its input (a clause), or ``None`` while it does."""
+        ...
+
+
 def fit(
     task: Task,
     *,
@@ -223,7 +241,7 @@ def fit(
                 blob["data"] = dict(data)
             if deadline is not None:
                 blob["clock"] = deadline.state_dict()
-            blob |= {"task": task.state_dict(), "history": run.history, "elapsed": run.elapsed}
+            blob |= {"task": _finite(task, run, path, fix), "history": run.history, "elapsed": run.elapsed}
             save_checkpoint(path, blob, _kept(run, path))
             run.saved = run.step
 
@@ -267,6 +285,11 @@ def fit(
                     bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
                     if not math.isfinite(value) or bad:
                         raise Diverged(_diverged(run, path, value, bad, fix))
+                    if at_eval and path is None:  # a saved run's state is checked as it is saved
+                        _finite(task, run, path, fix)
+                    why = task.collapsed() if at_eval and isinstance(task, Watched) else None
+                    if ranks.any(why is not None, device):
+                        raise Collapsed(_collapsed(run, path, why, fix))
                     if at_eval:
                         run.history.append({"step": run.step, "loss": value, **metrics})
                     if deadline is not None:  # each one's time: the room kept for the final ones
@@ -509,6 +532,16 @@ def _guarded(call: Callable[[], R], task: Task, run: Progress, path: Path | None
         ) from None
 
 
+def _finite(task: Task, run: Progress, path: Path | None, fix: str) -> dict[str, Any]:
+    """``task``'s state, or :class:`Diverged` where it holds a non-finite float under a finite loss: weights, or
+    moments that overflowed (Adam's squared gradients)."""
+    state = task.state_dict()
+    where = non_finite(state, "task")
+    if where is not None:
+        raise Diverged(_diverged(run, path, float("nan"), [], fix, where))
+    return state
+
+
 def _kept(run: Progress, path: Path | None) -> str:
     if path is None:
         return "nothing was saved (no --out)"
@@ -517,6 +550,19 @@ def _kept(run: Progress, path: Path | None) -> str:
     return f"the last good checkpoint (step {run.saved}) is kept in {path}"
 
 
-def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str) -> str:
-    what = f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
+def _collapsed(run: Progress, path: Path | None, why: str | None, fix: str) -> str:
+    if path is None:
+        kept = "nothing was saved (no --out)"
+    elif run.saved is None:
+        kept = f"no checkpoint had been written to {path.parent} yet"
+    else:
+        kept = f"the last checkpoint (step {run.saved}, perhaps collapsed) is in {path}: start again with --restart"
+    why = why or "on another process"
+    return f"training collapsed at step {run.step}: {why}, so it has stopped learning; {kept}; {fix}"
+
+
+def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str, state: str = "") -> str:
+    what = (
+        f"{state} not finite, the loss finite" if state else f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
+    )
     return f"training diverged at step {run.step} ({what}); {_kept(run, path)}; {fix}"

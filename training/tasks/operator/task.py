@@ -117,6 +117,24 @@ def errors(model: OperatorModel, s: Samples, chunk: int = 256) -> Tensor:
     return torch.cat(out)
 
 
+#: the samples :meth:`OperatorTask.collapsed` predicts, and the spread below which their predictions are "the same"
+PROBE, FLAT = 64, 1e-6
+
+
+def collapse(pred: Tensor, exact: Tensor) -> str | None:
+    """Why ``pred`` no longer depends on its input, or ``None``: ``(batch, *grid, C)`` predictions of ``batch``
+    different inputs whose root-mean-square spread about their mean is under :data:`FLAT` of the exact outputs'
+    (which must spread: targets that are all the same are not a collapse)."""
+    spread = (exact - exact.mean(0)).pow(2).mean().sqrt()
+    flat = (pred - pred.mean(0)).pow(2).mean().sqrt()
+    if len(pred) < 2 or not spread > 0 or not flat < FLAT * spread:  # NaN is a divergence, not a collapse
+        return None
+    return (
+        f"the model predicts the same output for every one of {len(pred)} training inputs (their spread is "
+        f"{float(flat / spread):.1e} of the data's)"
+    )
+
+
 def build_model(config: Config, train: Samples) -> OperatorModel:
     """A seeded model for ``train``'s shape, its scales fitted on ``train``."""
     torch.manual_seed(config.seed)
@@ -150,6 +168,13 @@ class OperatorTask(Optimised):
         loss = objective(self.model, x, u, self.config.smooth, relative=self.config.loss == "relative")
         self.optimise(loss, clip=self.config.clip)
         return loss
+
+    @torch.no_grad()
+    def collapsed(self) -> str | None:
+        """Whether the model stopped depending on its input (:func:`collapse`, on the first :data:`PROBE` training
+        samples); the loop stops such a run (:class:`~training.Collapsed`)."""
+        x, u = self.x[:PROBE], self.u[:PROBE]
+        return collapse(self.model.values(self.model(x), self.grid), u)
 
     def errors(self) -> dict[str, Tensor]:
         """Held-out relative L² errors per sample, per test set."""
