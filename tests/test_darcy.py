@@ -21,6 +21,9 @@ from instances.axes import ZERO
 from operators import symmetry
 from operators.darcy import data
 from operators.darcy.solver import DarcySolver
+from training import load_checkpoint
+from training.checkpoint import save_checkpoint
+from training.loop import CHECKPOINT
 from training.tasks.darcy import load
 from training.tasks.darcy.config import PRESETS
 from training.tasks.darcy.model import SHAPE
@@ -177,6 +180,21 @@ def test_tiny_training_loss_falls(tmp_path: Path) -> None:
     model = load(tmp_path)
     x = splits.test.a[..., None]
     torch.testing.assert_close(model(x), run.task.model(x))
+
+
+def test_a_checkpoint_written_before_the_norms_field_loads_with_them(tmp_path: Path) -> None:
+    """Earlier releases built every Funcformer layer with layer norms and did not record it: such a checkpoint
+    loads as the model it was, and predicts what that model predicts."""
+    config = PRESETS["tiny"].replace(norms=True)
+    splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
+    run = train(config, splits, tmp_path, progress=False, stop_after=2)
+    path = tmp_path / CHECKPOINT
+    blob = load_checkpoint(path)
+    del blob["config"]["norms"]
+    save_checkpoint(path, blob)
+    model = load(tmp_path)
+    x = splits.test.a[..., None]
+    torch.testing.assert_close(model(x), run.task.model.eval()(x))
 
 
 def test_cli_user_error_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_a_run_of_an_earlier_release_resumes_under_the_config_that_builds_its_mo
     """Checkpoints written before the ``convolution`` and ``decoder`` fields, or with ``decoder = -1`` recorded, are
     compared as the models they built: a bounded run resumes under today's defaults (they build the same model
     there), a periodic one is refused in one line naming the fields whose defaults now build another, and resumes
-    when they are given."""
+    when they are given. One written before the ``norms`` field had them, which today's default does not."""
     _write(tmp_path / "nodes.npz", antiderivative("nodes"), 16, 12, 0)
     _write(tmp_path / "circle.npz", periodic_inverse(), 16, 12, 0)
     base = ["--preset", "tiny", "--no-progress"]
@@ -227,17 +227,25 @@ def test_a_run_of_an_earlier_release_resumes_under_the_config_that_builds_its_mo
     _rewrite(last, decoder=-1)
     assert run("circle", last, steps=3) == 0 and resumed(last) == 2
 
+    normed = tmp_path / "normed"  # written before the norms field: its layers had them
+    assert run("nodes", normed, "modes=6,norms=true") == 0
+    _rewrite(normed, norms=None)
+    capsys.readouterr()
+    assert run("nodes", normed, steps=3) == 2
+    assert "norms: True -> False" in capsys.readouterr().err
+    assert run("nodes", normed, "modes=6,norms=true", steps=3) == 0 and resumed(normed) == 2
+
 
 def test_a_run_of_the_earlier_defaults_is_refused_by_name_and_resumes_with_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The default model grew from three layers of 40 channels to four of 36, and the gradients are no longer
-    clipped at norm 1: a run written with the earlier defaults is not resumed into another model or another
-    optimisation; the one-line refusal names each field's old and new value, and the run resumes when they are
-    given."""
+    """The default model grew from three layers of 40 channels with layer norms to six of 28 without, and the
+    gradients are no longer clipped at norm 1: a run written with the earlier defaults is not resumed into another
+    model or another optimisation; the one-line refusal names each field's old and new value, and the run resumes when
+    they are given."""
     _write(tmp_path / "circle.npz", periodic_inverse(), 16, 12, 0)
     out = tmp_path / "run"
-    earlier = ["--config", "depth=3", "--config", "width=40", "--config", "hidden=120", "--config", "clip=1"]
+    earlier = [f for v in ("depth=3", "width=40", "hidden=120", "norms=true", "clip=1") for f in ("--config", v)]
 
     def run(*extra: str, steps: int) -> int:
         args = ["--train", str(tmp_path / "circle.npz"), "--layout", "periodic", "--no-progress"]
@@ -247,7 +255,7 @@ def test_a_run_of_the_earlier_defaults_is_refused_by_name_and_resumes_with_them(
     capsys.readouterr()
     assert run(steps=3) == 2
     err = capsys.readouterr().err.strip()
-    changed = ("depth: 3 -> 4", "width: 40 -> 36", "hidden: 120 -> 108", "clip: 1.0 -> 0.0")
+    changed = ("depth: 3 -> 6", "width: 40 -> 28", "hidden: 120 -> 84", "norms: True -> False", "clip: 1.0 -> 0.0")
     assert err.count("\n") == 0 and all(f in err for f in changed), err
     assert run(*earlier, steps=3) == 0
     assert json.loads((out / "report.json").read_text())["resumed_from_step"] == 2

@@ -166,7 +166,7 @@ def test_norms_off_takes_the_norms_out_of_every_funcformer_layer_only() -> None:
     """``norms=False``: no layer norm in any Funcformer layer (each block ``h + f(h)``), the grid reader's kept; the
     model is the normed one's weights less its norms (2 per layer, weight and bias), and its outputs differ."""
     config = PRESETS["tiny"].replace(dtype="float64")
-    normed, bare = _model(config), _model(config, norms=False)
+    normed, bare = _model(config, norms=True), _model(config, norms=False)
     layers = [m for m in bare.modules() if isinstance(m, EncoderLayer)]
     assert len(layers) == config.depth * 2
     assert not any(isinstance(m, LayerNorm) or "norm" in n for lay in layers for n, m in lay.named_modules())

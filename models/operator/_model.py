@@ -78,7 +78,7 @@ class OperatorModel(nn.Module):
             axis takes the odd number ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two.
         width, hidden: the Funcformers' model channels and MLP width.
         heads, depth: the Funcformers' attention heads (dividing ``width``) and encoder layers. The sizes' defaults
-            are the operator config's (:class:`training.tasks.operator.Config`: four layers of 36, MLPs of 108).
+            are the operator config's (:class:`training.tasks.operator.Config`: six layers of 28, MLPs of 84).
         channels: the functions the reader hands each Funcformer per point of its sequence.
         activation: the MLPs' nonlinearity.
         window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
@@ -92,7 +92,7 @@ class OperatorModel(nn.Module):
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not; a map that depends on where it acts
             (a forcing fixed in space) needs it on.
-        norms: the layer norms in each Funcformer layer (:attr:`models.FuncformerConfig.norms`); off, each
+        norms: the layer norms in each Funcformer layer (:attr:`models.FuncformerConfig.norms`); off (the default), each
             residual block is ``h + f(h)``, as in an FNO's layers (the grid reader keeps its own).
         eps: layer-norm epsilon.
         reading: the grid reader's sizes (:class:`~models.operator.Reading`).
@@ -122,17 +122,17 @@ class OperatorModel(nn.Module):
         out_channels: int,
         *,
         modes: int = 20,
-        width: int = 36,
-        hidden: int = 108,
+        width: int = 28,
+        hidden: int = 84,
         heads: int = 4,
-        depth: int = 4,
+        depth: int = 6,
         channels: int = 4,
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
         convolution: bool = True,
         axial: bool = False,
         positional: bool = True,
-        norms: bool = True,
+        norms: bool = False,
         eps: float = 1e-5,
         reading: Reading = READING,
         log_input: bool = False,

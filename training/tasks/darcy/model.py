@@ -36,6 +36,12 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> OperatorMod
     return model
 
 
+def config_of(fields: Mapping[str, Any]) -> Config:
+    """The config a checkpoint records; one written before the ``norms`` field had them (on the square the
+    ``convolution`` and ``decoder`` fields change nothing: no axis is periodic)."""
+    return Config(**{"norms": True} | dict(fields))
+
+
 def data_bytes(fields: Mapping[str, Any]) -> int:
     """The data a run holds: ``a``, ``u`` and the draws of every sample, and the solver's grid."""
     c = Config(**fields)
@@ -49,10 +55,10 @@ SPEC = registry.TaskSpec(
     "darcy",
     2,
     OperatorModel,
-    lambda blob: build(Config(**blob["config"]), SHAPE),
+    lambda blob: build(config_of(blob["config"]), SHAPE),
     "examples.darcy",
     "a Darcy model",
-    config=lambda fields: Config(**fields),
-    activations=lambda fields, state: activations(Config(**fields), SHAPE, fields["points"]),
+    config=config_of,
+    activations=lambda fields, state: activations(config_of(fields), SHAPE, fields["points"]),
     data=data_bytes,
 )

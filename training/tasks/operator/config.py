@@ -56,11 +56,13 @@ class Config(Optimiser):
         modes: coefficients per axis of the model's series (a periodic axis's Fourier series takes the odd number
             ``modes + 1 - modes % 2``); a ``"zero"`` boundary adds two (the factor ``1 - t²``).
         width, hidden: the Funcformers' model channels and MLP width.
-        heads, depth: attention heads (dividing ``width``) and encoder layers. Four layers of 36 channels (MLPs of
-            108) rather than three of 40 (120), at nearly the same size (+8% weights on a 1D grid, +5% on a 2D
-            one): measured at equal steps on every row of the zoo, 5–20% better on each, on both seeds where two
-            were run (Burgers at every viscosity, its trajectory map, KdV, Navier–Stokes, Poisson, Darcy in both
-            families; the lab note ``docs/notes/2026-11-29-four-layers.md``).
+        heads, depth: attention heads (dividing ``width``) and encoder layers. Six layers of 28 channels (MLPs of
+            84) without layer norms (``norms``), rather than four of 36 (108) with them, at 7–10% fewer weights:
+            measured at equal steps on every row of the zoo with the row's own settings (the lab note
+            ``docs/notes/2026-11-30-six-layers.md``), better on all but one: Burgers 54% at ν = 0.1, 26% at 0.01,
+            10% at 0.001, its trajectory map 22%, KdV 19%, Poisson 41%, log-normal Darcy 10%, Navier–Stokes
+            17%; piecewise Darcy 1.5% worse, inside its seed noise (7%). Four of 36 had replaced three of 40
+            (``docs/notes/2026-11-29-four-layers.md``).
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
@@ -75,7 +77,8 @@ class Config(Optimiser):
             axis holds all of the other's functions. On Navier--Stokes 1.3–1.5 times better at equal steps (1.59e-2
             and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
             on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
-            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``. On Poisson
+            between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``; at six layers of 28
+            without norms 1.251e-2, 1.70 (``docs/notes/2026-11-30-six-layers.md``). On Poisson
             (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane,
             not a near-linear one.
@@ -93,9 +96,9 @@ class Config(Optimiser):
             ``docs/notes/2026-11-30-no-norms.md``): 37% better on Poisson, 14% on log-normal Darcy, 7–14% at
             ν = 0.01 and on KdV (two seeds each), within 3% at ν = 0.1 and on the trajectory map, but 20% and 4% worse
             at ν = 0.001 with the position, 6% and 3% on piecewise Darcy (two seeds each) and 4% on Navier--Stokes.
-            So on by default. Without the norms depth pays: six layers of 28 instead of four of 36 (about the same
-            weights) were 1.2–1.4 times better again at every viscosity and on KdV, 6% on the trajectory map; the
-            zoo tries them.
+            Without the norms depth pays, so off by default with six layers of 28 (``depth``), which wins back those
+            rows. ``norms=true`` with ``depth=4, width=36, hidden=108`` is the earlier default (a checkpoint written
+            before this field had them).
         frequencies: Fourier features per axis of a grid sample's coordinate.
         reader: how the samples are read onto the model's series: ``"attention"`` (cross-attention from learned
             queries, any layout) or ``"fourier"`` (every axis periodic: the samples' exact discrete Fourier
@@ -146,16 +149,16 @@ class Config(Optimiser):
     """
 
     modes: int = between(20, 2, MAX_MODES)
-    width: int = between(36, 1, MAX_WIDTH)
-    hidden: int = between(108, 1, MAX_HIDDEN)
+    width: int = between(28, 1, MAX_WIDTH)
+    hidden: int = between(84, 1, MAX_HIDDEN)
     heads: int = between(4, 1, MAX_HEADS)
-    depth: int = between(4, 1, MAX_LAYERS)
+    depth: int = between(6, 1, MAX_LAYERS)
     activation: Activation = "gelu"
     window: float = between(40.0, 0.0, 1e4)
     convolution: bool = True
     axial: bool = False
     positional: bool = True
-    norms: bool = True
+    norms: bool = False
     frequencies: int = between(4, 0, 64)
     reader: Reader = "attention"
     reader_width: int = between(32, 1, MAX_WIDTH)

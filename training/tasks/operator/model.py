@@ -93,8 +93,10 @@ def decoder_for(config: Config, shape: Shape) -> int:
 
 def config_of(fields: Mapping[str, Any]) -> Config:
     """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
-    ``convolution`` or ``decoder`` field was built without one."""
-    return Config(**{"convolution": False, "decoder": 0} | {k: v for k, v in fields.items() if k != DATA})
+    ``convolution`` or ``decoder`` field was built without one, and one written before the ``norms`` field with
+    them."""
+    earlier = {"convolution": False, "decoder": 0, "norms": True}
+    return Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
 
 
 def shape_of(fields: Mapping[str, Any]) -> Shape:

@@ -123,7 +123,7 @@ PROBE, FLAT = 64, 1e-6
 
 def collapse(pred: Tensor, exact: Tensor) -> str | None:
     """Why ``pred`` no longer depends on its input, or ``None``: ``(batch, *grid, C)`` predictions of ``batch``
-    different inputs whose root-mean-square spread about their mean is under :data:`FLAT` of the exact outputs'
+    different inputs whose root-mean-square spread about their mean is under ``FLAT`` of the exact outputs'
     (which must spread: targets that are all the same are not a collapse)."""
     spread = (exact - exact.mean(0)).pow(2).mean().sqrt()
     flat = (pred - pred.mean(0)).pow(2).mean().sqrt()
@@ -171,7 +171,7 @@ class OperatorTask(Optimised):
 
     @torch.no_grad()
     def collapsed(self) -> str | None:
-        """Whether the model stopped depending on its input (:func:`collapse`, on the first :data:`PROBE` training
+        """Whether the model stopped depending on its input (:func:`collapse`, on the first ``PROBE`` training
         samples); the loop stops such a run (:class:`~training.Collapsed`)."""
         x, u = self.x[:PROBE], self.u[:PROBE]
         return collapse(self.model.values(self.model(x), self.grid), u)
