@@ -163,8 +163,8 @@ class Diverged(UserError, FloatingPointError):
 
 class Collapsed(UserError):
     """The model stopped depending on its input: every prediction the same, the weights finite. Its gradients vanish
-    with the spread, so it has stopped learning (a held-out error stuck at exactly 1 for the rest of the run, in
-    ``docs/notes/2026-11-30-no-norms.md``), and the loop stops it."""
+    with the spread, so it has stopped learning (a held-out error stuck at exactly 1 for the rest of the run, traced
+    in ``docs/notes/2026-11-30-six-layers.md``), and the loop stops it."""
 
 
 @runtime_checkable
