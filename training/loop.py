@@ -287,9 +287,10 @@ def fit(
                         raise Diverged(_diverged(run, path, value, bad, fix))
                     if at_eval and path is None:  # a saved run's state is checked as it is saved
                         _finite(task, run, path, fix)
-                    why = task.collapsed() if at_eval and isinstance(task, Watched) else None
-                    if ranks.any(why is not None, device):
-                        raise Collapsed(_collapsed(run, path, why, fix))
+                    if at_eval and isinstance(task, Watched):  # the same class on every rank: all ask, or none
+                        why = task.collapsed()
+                        if ranks.any(why is not None, device):
+                            raise Collapsed(_collapsed(run, path, why, fix))
                     if at_eval:
                         run.history.append({"step": run.step, "loss": value, **metrics})
                     if deadline is not None:  # each one's time: the room kept for the final ones
