@@ -61,8 +61,8 @@ class Config(Optimiser):
             measured at equal steps on every row of the zoo with the row's own settings (the lab note
             ``docs/notes/2026-11-30-six-layers.md``), better on all but one: Burgers 54% at ν = 0.1, 26% at 0.01,
             10% at 0.001, its trajectory map 22%, KdV 19%, Poisson 41%, log-normal Darcy 10%, Navier–Stokes
-            17%; piecewise Darcy level (1.5% worse on one seed, 1.9% better on another). Four of 36 had replaced three of 40
-            (``docs/notes/2026-11-29-four-layers.md``).
+            17%; piecewise Darcy level (1.5% worse on one seed, 1.9% better on another). Four of 36 had replaced
+            three of 40 (``docs/notes/2026-11-29-four-layers.md``).
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
