@@ -78,8 +78,8 @@ class Config(Optimiser):
             and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
             on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
             between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``; at six
-            layers of 28 without norms 1.251e-2, 1.70 (``docs/notes/2026-11-30-six-layers.md``). On Poisson (33²,
-            2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
+            layers of 28 without norms 1.251e-2 and 1.370e-2, 1.78 (``docs/notes/2026-11-30-six-layers.md``). On
+            Poisson (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane,
             not a near-linear one.
             Two axes only (a 1D grid is refused).
