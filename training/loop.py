@@ -284,7 +284,8 @@ def fit(
                     value = ranks.all_mean(loss).item()
                     bad = [k for k, v in metrics.items() if at_eval and not math.isfinite(v)]
                     if not math.isfinite(value) or bad:
-                        raise Diverged(_diverged(run, path, value, bad, fix))
+                        what = f"loss {value}" + "".join(f", {k} non-finite" for k in bad)
+                        raise Diverged(_diverged(run, path, what, fix))
                     if at_eval and path is None:  # a saved run's state is checked as it is saved
                         _finite(task, run, path, fix)
                     if at_eval and isinstance(task, Watched):  # the same class on every rank: all ask, or none
@@ -539,7 +540,7 @@ def _finite(task: Task, run: Progress, path: Path | None, fix: str) -> dict[str,
     state = task.state_dict()
     where = non_finite(state, "task")
     if where is not None:
-        raise Diverged(_diverged(run, path, float("nan"), [], fix, where))
+        raise Diverged(_diverged(run, path, f"{where} not finite, the loss finite", fix))
     return state
 
 
@@ -552,18 +553,13 @@ def _kept(run: Progress, path: Path | None) -> str:
 
 
 def _collapsed(run: Progress, path: Path | None, why: str | None, fix: str) -> str:
-    if path is None:
-        kept = "nothing was saved (no --out)"
-    elif run.saved is None:
-        kept = f"no checkpoint had been written to {path.parent} yet"
+    if path is None or run.saved is None:
+        kept = _kept(run, path)
     else:
         kept = f"the last checkpoint (step {run.saved}, perhaps collapsed) is in {path}: start again with --restart"
     why = why or "on another process"
     return f"training collapsed at step {run.step}: {why}, so it has stopped learning; {kept}; {fix}"
 
 
-def _diverged(run: Progress, path: Path | None, loss: float, bad: list[str], fix: str, state: str = "") -> str:
-    what = (
-        f"{state} not finite, the loss finite" if state else f"loss {loss}" + "".join(f", {k} non-finite" for k in bad)
-    )
+def _diverged(run: Progress, path: Path | None, what: str, fix: str) -> str:
     return f"training diverged at step {run.step} ({what}); {_kept(run, path)}; {fix}"
