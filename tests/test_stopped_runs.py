@@ -1,7 +1,8 @@
 """Runs that stop learning without a non-finite loss: a model whose predictions no longer depend on its input
 (:class:`training.Collapsed`), and Adam's squared gradients overflowing under a finite loss (:class:`training.Diverged`
 before anything non-finite is written). The collapse test is measured against a spread computed by hand, and the
-operator task's collapse is a real one: a model with every weight zero, where only the output's biases get a gradient.
+operator task's collapse is a real one: a model with every weight zero, where only the output's biases get a gradient;
+the streamed operator task watches the same way, on its stream's first pairs.
 """
 
 from __future__ import annotations
@@ -144,3 +145,30 @@ def test_a_collapsed_operator_run_is_one_line_at_the_command_line(
     assert main([*args, "--config", "eval_every=5", "--steps", "20", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "training collapsed at step 5" in err and "--config lr=" in err
+
+
+def test_the_streamed_operator_task_watches_its_first_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from operators import heat
+    from operators.layout import Axis
+    from operators.streams import open_pairs
+    from training.distributed import SINGLE
+    from training.tasks import streamed_operator
+
+    heat.write(tmp_path / "h.npz", 40, 16, 1, seed=2, rows=16)
+    stream = open_pairs(tmp_path / "h.npz", (Axis("periodic"),), input_key="u0", output_key="u", memory=2**20)
+    cfg = PRESETS["tiny"].replace(modes=6, batch=8)
+
+    def run() -> Any:
+        return streamed_operator.task(stream, cfg, memory=2**20, device=torch.device("cpu"), ranks=SINGLE, workers=0)
+
+    live = run()
+    assert isinstance(live, Watched) and live.collapsed() is None
+    monkeypatch.setattr(streamed_operator, "build", _zeroed(streamed_operator.build))
+    dead = run()
+    try:
+        for _ in range(20):
+            dead.train_step()
+        said = dead.collapsed()
+    finally:
+        live.close(), dead.close()
+    assert said is not None and "every one of 40 training inputs" in said  # the stream holds 40: all are probed

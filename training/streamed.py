@@ -129,7 +129,9 @@ class StreamTask(Optimised):
     """A training run over :class:`Batches`: ``loss`` of ``model`` on each batch, minimised by ``optimiser``
     along ``schedule`` (gradient norms clipped to ``clip``; ``0``: not clipped).
 
-    ``evaluate`` gives the held-out metrics (none by default). The checkpointed state is
+    ``evaluate`` gives the held-out metrics (none by default), ``watch`` why the model stopped depending on its input
+    (a clause, or ``None``; asked at each evaluation as :class:`~.loop.Watched`'s :meth:`collapsed`; by default
+    nothing is watched). The checkpointed state is
     :class:`~.loop.Optimised`'s and the batches' position; ``sampler`` (seeded by ``seed``) is for any other draw a
     step makes, the same on every rank (a symmetry applied to the batch, say).
     """
@@ -146,6 +148,7 @@ class StreamTask(Optimised):
         amp: bool = False,
         clip: float = 0.0,
         evaluate: Callable[[], dict[str, float]] | None = None,
+        watch: Callable[[], str | None] | None = None,
     ) -> None:
         self.device = batches.device
         check_amp(amp, self.device)
@@ -154,7 +157,7 @@ class StreamTask(Optimised):
         self.sampler = torch.Generator().manual_seed(seed)
         self.dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
         self.net: nn.Module = model if batches.ranks.world == 1 else DistributedDataParallel(model)
-        self._evaluate = evaluate
+        self._evaluate, self._watch = evaluate, watch
 
     def forward(self, x: Tensor) -> Tensor:
         """The model on ``x`` (through DDP under torchrun); under ``amp``, in bf16 and returned in its dtype."""
@@ -170,6 +173,10 @@ class StreamTask(Optimised):
 
     def evaluate(self) -> dict[str, float]:
         return self._evaluate() if self._evaluate is not None else {}
+
+    def collapsed(self) -> str | None:
+        """Why the model no longer depends on its input, or ``None`` (always, with nothing watched)."""
+        return self._watch() if self._watch is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         """:class:`~.loop.Optimised`'s state and the batches' position."""

@@ -5,8 +5,9 @@
 from one streaming pass (:func:`fit_scales`, :func:`operators.streams.summarise`), and makes a
 :class:`~training.streamed.StreamTask` whose loss is the operator task's (:func:`training.tasks.operator.task.scored`:
 the relative L² error integrated by the layouts' quadrature, plus the smoothing penalty) through the model's forward
-pass (DDP's, under ``torchrun``). :func:`errors` is the held-out relative L² error per sample, an evaluation pass
-split over the ranks.
+pass (DDP's, under ``torchrun``), watched for a collapse as the in-memory task is (the stream's first ``PROBE``
+pairs, :func:`training.tasks.operator.task.collapse`). :func:`errors` is the held-out relative L² error per
+sample, an evaluation pass split over the ranks.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from training.streamed import Batches, StreamTask, gathered
 from training.tasks.operator.config import Config
 from training.tasks.operator.model import build
 from training.tasks.operator.shape import Shape
-from training.tasks.operator.task import relative_sq, scored
+from training.tasks.operator.task import PROBE, collapse, relative_sq, scored
 
 
 def fit_scales(model: OperatorModel, s: Summary) -> None:
@@ -62,9 +63,15 @@ def task(
     def loss(forward: Callable[[Tensor], Tensor], x: Tensor, y: Tensor) -> Tensor:
         return scored(model, forward(x), y, config.smooth, relative=relative)[0].mean()
 
+    probe = [t.to(device, model.dtype) for t in stream.read(range(min(PROBE, len(stream))))]
+
+    @torch.no_grad()
+    def watch() -> str | None:  # the same pairs on every rank: every rank says the same
+        return collapse(model.values(model(probe[0]), stream.grid), probe[1])
+
     batches = Batches(stream, config.batch, config.seed + 1, device=device, memory=memory, ranks=ranks, workers=workers)
     optimiser, schedule = config.adam(model.parameters())
-    return StreamTask(model, loss, batches, optimiser, schedule, seed=config.seed, clip=config.clip)
+    return StreamTask(model, loss, batches, optimiser, schedule, seed=config.seed, clip=config.clip, watch=watch)
 
 
 def errors(run: StreamTask, held: PairStream, ranks: Ranks, memory: int) -> Tensor:
