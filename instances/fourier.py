@@ -51,6 +51,7 @@ __all__ = [
     "convolve",
     "evaluate",
     "multiply",
+    "multiply_plane",
     "values",
 ]
 
@@ -221,6 +222,42 @@ def convolve(kernel: Tensor, c: Tensor, dim: int = -1) -> Tensor:
     if w.shape[-1] != n:
         raise StructureError(f"convolve: a kernel of {w.shape[-1]} coefficients against a series of {n}; pass {n}")
     return multiply(torch.cat([w[..., :1], w[..., 1:] / 2], -1).movedim(-1, dim), c, dim)
+
+
+def multiply_plane(multiplier: Tensor, c: Tensor, dims: tuple[int, int] = (-2, -1)) -> Tensor:
+    r"""A Fourier multiplier of the plane, exactly: each frequency pair ``(k, l)`` of a doubly periodic ``u(θ, φ)``
+    scaled and turned,
+
+    $$ \hat u_{kl} \mapsto m_{kl}\, \hat u_{kl}, \qquad u(\theta, \phi) = \sum_{k, l} \hat u_{kl}\,
+       e^{i(k\theta + l\phi)}: $$
+
+    the shift-equivariant linear maps of the plane, which need not factor into one along each axis (:func:`multiply`
+    along ``x`` then along ``y`` gives only ``m_{kl} = p_k q_l``; the Biot--Savart law's ``1 / (k² + l²)`` does not
+    factor). Taken through the values on the ``n_x × n_y`` points, where the DFT of a series of ``n`` terms is exact.
+    The output is real: on the column ``l = 0``, where ``\hat u_{-k,0} = \overline{\hat u_{k0}}``, what acts is
+    ``m``'s Hermitian part ``(m_{k0} + \overline{m_{-k,0}}) / 2``.
+
+    Args:
+        multiplier: complex ``(..., n_x, K_y + 1)``, broadcast against ``c`` with ``dims`` moved last:
+            ``torch.fft.rfft2``'s layout, ``k`` at ``torch.fft.fftfreq(n_x, 1 / n_x)``'s places, ``l = 0, ..., K_y``.
+        c: coefficients, ``(n_x, n_y)`` (both odd) at ``dims``.
+        dims: the two series' axes.
+
+    Returns:
+        The product's coefficients, ``c``'s shape.
+    """
+    x = _real("multiply_plane", c)
+    dx, dy = (d % x.ndim for d in dims)
+    n, m = x.shape[dx], x.shape[dy]
+    _degree(n), _degree(m)
+    if not multiplier.is_complex() or multiplier.ndim < 2 or tuple(multiplier.shape[-2:]) != (n, m // 2 + 1):
+        raise StructureError(
+            f"multiply_plane: a multiplier {tuple(multiplier.shape)} ({multiplier.dtype}) for series of {n} x {m} "
+            f"terms; pass a complex one ending in ({n}, {m // 2 + 1})"
+        )
+    v = values(values(x, dx), dy).movedim((dx, dy), (-2, -1))
+    w = torch.fft.irfft2(torch.fft.rfft2(v) * multiplier, s=(n, m))
+    return coefficients(coefficients(w.movedim((-2, -1), (dx, dy)), dx, n), dy, m)
 
 
 class FourierBasis(SeriesBasis):

@@ -13,7 +13,7 @@ import torch
 from applicative import Field, StructureError, add, mul_mmt
 from instances import Chebyshev, Fourier, Vector
 from instances.axes import Axis
-from instances.fourier import coefficients, convolve, multiply, values
+from instances.fourier import coefficients, convolve, multiply, multiply_plane, values
 from models import Funcformer, FuncformerConfig
 from models.diagram import diagram
 from models.operator import OperatorModel
@@ -71,6 +71,58 @@ def test_a_multiplier_scales_and_turns_each_frequency_as_numpys_fft_does() -> No
         multiply(torch.from_numpy(m), torch.from_numpy(u)).numpy(),
         atol=1e-14,
     )
+
+
+def test_a_plane_multiplier_is_a_hand_written_circular_convolution_of_the_plane() -> None:
+    """``multiply_plane`` with the multiplier of a kernel ``κ`` (its DFT on the ``n_x × n_y`` points, over ``n_x n_y``)
+    against ``(1 / n_x n_y) Σ κ(θ_i - θ_p, φ_j - φ_q) u(θ_p, φ_q)`` written out: exact for series of these sizes."""
+    rng = np.random.default_rng(4)
+    nx, ny = 5, 7
+    kappa, u = rng.standard_normal((nx, ny)), rng.standard_normal((3, nx, ny))
+    kv = values(values(torch.from_numpy(kappa), 0), 1).numpy()
+    uv = values(values(torch.from_numpy(u), 1), 2).numpy()
+    want = np.zeros_like(uv)
+    for i, j, p, q in np.ndindex(nx, ny, nx, ny):
+        want[:, i, j] += kv[(i - p) % nx, (j - q) % ny] * uv[:, p, q] / (nx * ny)
+    m = torch.fft.rfft2(torch.from_numpy(kv)) / (nx * ny)
+    got = values(values(multiply_plane(m, torch.from_numpy(u)), 1), 2).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    # channels last, the plane at dims (1, 2): one multiplier per channel
+    per = torch.stack([m, 2 * m])
+    both = multiply_plane(per, torch.from_numpy(np.stack([u, u], -1)), dims=(1, 2))
+    np.testing.assert_allclose(both[..., 1].numpy(), 2 * both[..., 0].numpy(), atol=1e-12)
+    np.testing.assert_allclose(both[..., 0].numpy(), coefficients(coefficients(torch.from_numpy(got), 1), 2).numpy(),
+                               atol=1e-12)  # fmt: skip
+
+
+def test_a_plane_multiplier_that_factors_is_one_along_each_axis_and_one_that_does_not_inverts_the_laplacian() -> None:
+    rng = np.random.default_rng(5)
+    nx, ny = 9, 7
+    p, q, u = rng.standard_normal(nx), rng.standard_normal(ny), torch.from_numpy(rng.standard_normal((nx, ny)))
+    complex_of = lambda w: np.concatenate([w[:1], w[1::2] - 1j * w[2::2]])  # noqa: E731  k = 0..K
+    pk, ql = complex_of(p), complex_of(q)
+    full = np.concatenate([pk, np.conj(pk[:0:-1])])  # fftfreq's order: 0..K, then -K..-1
+    got = multiply_plane(torch.from_numpy(np.outer(full, ql)), u)
+    want = multiply(torch.from_numpy(q), multiply(torch.from_numpy(p)[:, None], u, 0), -1)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+    # -1 / (k² + l²), zero at (0, 0): the inverse of ∂θθ + ∂φφ on functions of mean zero, which does not factor
+    t = torch.linspace(0, 2 * math.pi, 33, dtype=torch.float64)[:-1]
+    th, ph = torch.meshgrid(t, t, indexing="ij")
+    f = lambda a, b: torch.sin(a) * torch.cos(2 * b) + torch.cos(3 * a + b)  # noqa: E731
+    g = lambda a, b: -torch.sin(a) * torch.cos(2 * b) / 5 - torch.cos(3 * a + b) / 10  # noqa: E731
+    c = coefficients(coefficients(f(th, ph), 0, nx), 1, ny)
+    k = torch.fft.fftfreq(nx, 1 / nx, dtype=torch.float64)[:, None]
+    ll = torch.arange(ny // 2 + 1, dtype=torch.float64)
+    inverse = torch.where(k**2 + ll**2 > 0, -1 / (k**2 + ll**2).clamp_min(1), 0).to(torch.complex128)
+    out = values(values(multiply_plane(inverse, c), 0, 32), 1, 32)
+    np.testing.assert_allclose(out.numpy(), g(th, ph).numpy(), atol=1e-12)
+
+
+def test_a_plane_multiplier_of_the_wrong_shape_is_refused() -> None:
+    with pytest.raises(StructureError, match=r"a multiplier \(5, 3\) .* pass a complex one ending in \(5, 4\)"):
+        multiply_plane(torch.zeros(5, 3, dtype=torch.complex64), torch.zeros(5, 7))
+    with pytest.raises(StructureError, match=r"pass a complex one"):
+        multiply_plane(torch.zeros(5, 4), torch.zeros(5, 7))
 
 
 def test_convolve_refuses_mismatched_or_even_series() -> None:

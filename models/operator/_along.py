@@ -22,6 +22,12 @@ point are ``C`` numbers. On a 2D domain ``X x Y`` two ways:
 The map keeps its input's shape: ``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is
 taken along the periodic axes only (a circular convolution needs a circle); along a bounded axis that Funcformer has
 none.
+
+With ``plane`` on a domain of two periodic axes, each function is also convolved with a learned kernel of the plane
+(:func:`~instances.fourier.multiply_plane`: each frequency pair ``(k, l)`` scaled and turned, one multiplier per
+function), as a residual ``f + κ ⋆ f`` started at zero: before the Funcformers and after them (axial: also between
+the two). The Funcformers' own convolutions act along one axis at a time, so what they compose is a sum of products
+``p_k q_l``; the plane's multiplier need not factor, as the Biot--Savart law's ``1 / (k² + l²)`` does not.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from torch import Tensor, nn
 
 from applicative import Basis, Field, InputError, Pairs, Structure
 from instances import Fourier, Vector
+from instances.fourier import multiply_plane
 
 from ..funcformer import Funcformer, FuncformerConfig
 
@@ -49,6 +56,8 @@ class AlongAxes(nn.Module):
             periodic axes only).
         axial: on a 2D domain, the axial form (each axis's Funcformer at every point of the other, composed)
             instead of the factored one.
+        plane: on a domain of two periodic axes, the learned convolutions of the plane (:attr:`plane`), two (three
+            axial) of ``channels · n_x · (n_y + 1)`` weights; elsewhere nothing.
 
     Raises:
         InputError: ``axial`` on a 1D domain (there is no other axis to run along).
@@ -63,6 +72,7 @@ class AlongAxes(nn.Module):
         config: FuncformerConfig,
         *,
         axial: bool = False,
+        plane: bool = False,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
@@ -83,19 +93,33 @@ class AlongAxes(nn.Module):
         if len(self.domain) == 2:  # the same along y: functions of x at each y, on the transposed input
             across: Structure = c if axial else x if c.size == 1 else Pairs(x, c)
             self.y = Funcformer(self.domain[1], across, d, h, _on(config, self.domain[1]), dtype=dtype)
+        #: the multipliers of the plane's convolutions, ``(places, C, n_x, n_y // 2 + 1, 2)`` (real and imaginary
+        #: parts; ``None`` unless ``plane`` on two periodic axes), zero at the start: the map is as without them
+        self.plane: nn.Parameter | None = None
+        if plane and len(self.domain) == 2 and all(isinstance(a, Fourier) for a in self.domain):
+            nx, ny = (a.size for a in self.domain)
+            places = 3 if axial else 2
+            self.plane = nn.Parameter(torch.zeros(places, channels, nx, ny // 2 + 1, 2, dtype=dtype))
 
     def forward(self, f: Tensor) -> Tensor:
         """``f`` ``(batch, *n, C)`` coefficients -> the same shape."""
         b, c = f.shape[0], f.shape[-1]
         if self.y is None:
             return self.x(Field(f, (self.domain[0], self.x.features))).tensor
+        f = self._plane(f, 0)
         if self.axial:
-            return self._axial(self._axial(f, 0), 1)
+            return self._plane(self._axial(self._plane(self._axial(f, 0), 1), 1), 2)
         n0, n1 = f.shape[1], f.shape[2]
         v = self.x(Field(f.reshape(b, n0, n1 * c), (self.domain[0], self.x.features))).tensor.reshape(b, n0, n1, c)
         t = f.transpose(1, 2).reshape(b, n1, n0 * c)  # [b, l, (k, c)]: y the sequence
         w = self.y(Field(t, (self.domain[1], self.y.features))).tensor.reshape(b, n1, n0, c)
-        return v + w.transpose(1, 2)
+        return self._plane(v + w.transpose(1, 2), 1)
+
+    def _plane(self, f: Tensor, place: int) -> Tensor:
+        """``f + κ ⋆ f`` with the plane's ``place``-th kernels (``f`` itself without them)."""
+        if self.plane is None:
+            return f
+        return f + multiply_plane(torch.view_as_complex(self.plane[place]), f, dims=(1, 2))
 
     def _axial(self, f: Tensor, along: int) -> Tensor:
         """The axial step along axis ``along`` (``0``: ``x``, ``1``: ``y``): its Funcformer at each point of the other

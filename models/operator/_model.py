@@ -15,7 +15,8 @@ the channels in and out, and its sizes:
   functions, and a Funcformer along each axis maps them (in 2D the two outputs summed; with ``axial`` each axis's
   Funcformer at every point of the other, composed). With ``convolution`` each
   layer along a periodic axis adds a learned circular convolution of its input (per channel, frequency by
-  frequency: :attr:`models.FuncformerConfig.convolution`).
+  frequency: :attr:`models.FuncformerConfig.convolution`); with ``plane`` on two periodic axes each function is
+  also convolved with a learned kernel of the plane around the Funcformers.
 * **Grid path** (:class:`~models.operator.GridPath`, ``grid_path = w > 0``; off by default). The network's functions
   evaluated at the input's grid samples and the standardised samples themselves pass through a pointwise MLP of
   width ``w`` there (a nonlinearity at the grid's resolution, as an FNO's pointwise path), and the result, fitted
@@ -88,6 +89,9 @@ class OperatorModel(nn.Module):
         axial: on a grid of two axes, each axis's Funcformer at every point of the other axis, the two composed
             (:class:`~models.operator.AlongAxes`' axial form: a state per point of the plane) instead of the factored
             form (a state per point of one axis for all of the other's functions). Two axes only.
+        plane: on a grid of two periodic axes, a learned convolution of the plane per function before, between
+            (axial) and after the Funcformers (:class:`~models.operator.AlongAxes`: a multiplier that need not factor
+            into one per axis); elsewhere nothing. Off by default, as in the operator config.
         positional: each Funcformer adds a learned function of its axis' coordinate after its embedding
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not; a map that depends on where it acts
@@ -131,6 +135,7 @@ class OperatorModel(nn.Module):
         window: float = 40.0,
         convolution: bool = True,
         axial: bool = False,
+        plane: bool = False,
         positional: bool = True,
         norms: bool = False,
         eps: float = 1e-5,
@@ -178,7 +183,7 @@ class OperatorModel(nn.Module):
             positional=positional,
             norms=norms,
         )
-        self.along = AlongAxes(self.domain, channels, width, hidden, config, axial=axial, dtype=dtype)
+        self.along = AlongAxes(self.domain, channels, width, hidden, config, axial=axial, plane=plane, dtype=dtype)
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
         boundaries = [a.boundary for a in self.axes]
         self.head: SeriesHead | PointDecoder = (

@@ -83,6 +83,10 @@ class Config(Optimiser):
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane,
             not a near-linear one.
             Two axes only (a 1D grid is refused).
+        plane: on a grid of two periodic axes, each function is convolved with a learned kernel of the plane
+            before and after the Funcformers (axial: also between them; :class:`models.operator.AlongAxes`), a
+            multiplier per frequency pair that need not factor into one per axis as the Funcformers' convolutions
+            do. Elsewhere it changes nothing. Off by default (MEASURED).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 6% better on
@@ -157,6 +161,7 @@ class Config(Optimiser):
     window: float = between(40.0, 0.0, 1e4)
     convolution: bool = True
     axial: bool = False
+    plane: bool = False
     positional: bool = True
     norms: bool = False
     frequencies: int = between(4, 0, 64)

@@ -43,6 +43,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         window=config.window,
         convolution=config.convolution,
         axial=config.axial,
+        plane=config.plane,
         positional=config.positional,
         norms=config.norms,
         eps=config.eps,
@@ -71,10 +72,15 @@ def record(config: Config, shape: Shape) -> dict[str, Any]:
 
 def as_built(config: Config, shape: Shape) -> Config:
     """``config`` with what it leaves to the data resolved as :func:`build` resolves it: the ``decoder`` chosen
-    (:func:`decoder_for`), and ``convolution`` off where no axis is periodic (it has nothing to act on). Two configs
-    that build the same model for ``shape`` read the same here, so a run resumes under either."""
-    periodic = any(a.boundary.periodic for a in shape.axes)
-    return config.replace(decoder=decoder_for(config, shape), convolution=config.convolution and periodic)
+    (:func:`decoder_for`), ``convolution`` off where no axis is periodic and ``plane`` unless both are (they have
+    nothing to act on). Two configs that build the same model for ``shape`` read the same here, so a run resumes
+    under either."""
+    periodic = [a.boundary.periodic for a in shape.axes]
+    return config.replace(
+        decoder=decoder_for(config, shape),
+        convolution=config.convolution and any(periodic),
+        plane=config.plane and len(periodic) == 2 and all(periodic),
+    )
 
 
 def recorded(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,9 +99,9 @@ def decoder_for(config: Config, shape: Shape) -> int:
 
 def config_of(fields: Mapping[str, Any]) -> Config:
     """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
-    ``convolution`` or ``decoder`` field was built without one, and one written before the ``norms`` field with
-    them."""
-    earlier = {"convolution": False, "decoder": 0, "norms": True}
+    ``convolution``, ``decoder`` or ``plane`` field was built without one, and one written before the ``norms``
+    field with them."""
+    earlier = {"convolution": False, "decoder": 0, "norms": True, "plane": False}
     return Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
 
 
@@ -127,6 +133,8 @@ def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
     if config.convolution:  # each layer's convolved input, along the periodic axes
         periodic = [n for a, n in zip(shape.axes, ns, strict=True) if a.boundary.periodic]
         count += config.depth * config.width * sum(periodic)
+    if as_built(config, shape).plane:  # each place's convolved functions
+        count += (3 if config.axial else 2) * channels_for(config, shape.c_out) * ns[0] * ns[1]
     if config.grid_path:  # at each sample: the functions and inputs there, its features before and after σ, its output
         count += points**shape.dims * (2 * channels_for(config, shape.c_out) + shape.c_in + 2 * config.grid_path)
     decoder = decoder_for(config, shape)
