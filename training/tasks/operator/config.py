@@ -78,7 +78,8 @@ class Config(Optimiser):
             and 1.79e-2 on two seeds against 2.39e-2, with 10% fewer weights) and about nine times the time per step
             on the CPU (the lab note ``docs/notes/2026-11-29-axial.md``); with ``channels=16`` (the only state passed
             between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``; at six
-            layers of 28 without norms 1.251e-2 and 1.370e-2, 1.78 (``docs/notes/2026-11-30-six-layers.md``). On
+            layers of 28 without norms 1.251e-2 and 1.370e-2, 1.77 of the FNO over two seeds of each
+            (``docs/notes/2026-11-30-plane.md``). On
             Poisson (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane,
             not a near-linear one.
@@ -86,7 +87,9 @@ class Config(Optimiser):
         plane: on a grid of two periodic axes, each function is convolved with a learned kernel of the plane
             before and after the Funcformers (axial: also between them; :class:`models.operator.AlongAxes`), a
             multiplier per frequency pair that need not factor into one per axis as the Funcformers' convolutions
-            do. Elsewhere it changes nothing. Off by default (MEASURED).
+            do. Elsewhere it changes nothing. On Navier--Stokes, over two seeds, 7% better factored and 2% axial,
+            the seeds disagreeing in sign in both, with 4% and 28% more weights: within seed noise, so off by default
+            (the lab note ``docs/notes/2026-11-30-plane.md``).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 6% better on
