@@ -244,7 +244,15 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         return None if self.position is None else Field(self.position, (self.sequence, self.model))
 
     def forward(self, u: Field[X, Y]) -> Field[X, Y]:
-        """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures."""
+        """``u`` ``(..., |X|, |Y|)`` coefficients -> the same structures: :meth:`lift`, each :meth:`layer`,
+        :meth:`lower`."""
+        h = self.lift(u)
+        for i in range(len(self.transformer.layers)):
+            h = self.layer(i, h)
+        return self.lower(h)
+
+    def lift(self, u: Field[X, Y]) -> Field[X, D]:
+        """The layers' input: ``u`` embedded, plus the learned position."""
         expect_field("Funcformer", u)
         t = self.transformer
         u = model_input("Funcformer", "u", u, t.embed.weight.dtype)
@@ -252,12 +260,19 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         p = self.position_field
         if p is not None:
             h = add(h, Field(p.tensor.expand_as(h.tensor), p.axes))
-        position = None if self.window_p is None else (self.window_p, self.window_r)
-        for i, layer in enumerate(t.layers):
-            out = layer(h) if position is None else layer(h, position)
-            if self.convolutions is not None:  # the layer's input convolved along the sequence (dim -2), per channel
-                out = Field(out.tensor + multiply(self.convolutions[i], h.tensor, dim=-2), out.axes)
-            h = out
+        return h
+
+    def layer(self, i: int, h: Field[X, D]) -> Field[X, D]:
+        """Layer ``i`` on the state ``h`` (its window, and its convolution along the sequence)."""
+        layer = self.transformer.layers[i]
+        out: Field[X, D] = layer(h) if self.window_p is None else layer(h, (self.window_p, self.window_r))
+        if self.convolutions is not None:  # the layer's input convolved along the sequence (dim -2), per channel
+            out = Field(out.tensor + multiply(self.convolutions[i], h.tensor, dim=-2), out.axes)
+        return out
+
+    def lower(self, h: Field[X, D]) -> Field[X, Y]:
+        """The layers' output back to the features: the final norm, if any, and the unembedding."""
+        t = self.transformer
         if t.norm is not None:
             h = t.norm(h)
         return mul_mmt(t.unembed.weight_field, h)

@@ -23,10 +23,10 @@ SIZES = {"modes": 7, "width": 8, "hidden": 16, "heads": 2, "depth": 1, "channels
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _along(domain: tuple[Structure, Structure], axial: bool, plane: bool) -> AlongAxes:
+def _along(domain: tuple[Structure, Structure], axial: bool, plane: bool, interleaved: bool = False) -> AlongAxes:
     torch.manual_seed(0)
     config = FuncformerConfig(heads=2, depth=2, normalise=ScaledSoftmax(0.5), window=4.0, convolution=True)
-    return AlongAxes(domain, 3, 8, 16, config, axial=axial, plane=plane, dtype=torch.float64)
+    return AlongAxes(domain, 3, 8, 16, config, axial=axial, interleaved=interleaved, plane=plane, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("axial", [True, False])
@@ -46,6 +46,12 @@ def test_the_plane_convolves_before_between_and_after_the_funcformers(axial: boo
             want = conv(1, off(conv(0, f)))
         torch.testing.assert_close(on(f), want, rtol=1e-10, atol=1e-10)
         assert (on(f) - off(f)).abs().amax() > 1e-3  # the kernels act
+    on, off = _along(domain, True, True, interleaved=True), _along(domain, True, False, interleaved=True)
+    assert on.plane is not None and on.plane.shape == (2, 3, 7, 3, 2)  # interleaved: before and after
+    with torch.no_grad():
+        on.plane.normal_()
+        k = torch.view_as_complex(on.plane.detach())
+        torch.testing.assert_close(on(f), conv(1, off(conv(0, f))), rtol=1e-10, atol=1e-10)
 
 
 def test_it_starts_as_nothing_costs_its_multipliers_and_learns() -> None:
@@ -60,7 +66,7 @@ def test_it_starts_as_nothing_costs_its_multipliers_and_learns() -> None:
             torch.testing.assert_close(on(x), off(x), rtol=0, atol=0)
         extra = sum(p.numel() for p in on.parameters()) - sum(p.numel() for p in off.parameters())
         n = PERIODIC.boundary.length(SIZES["modes"])
-        assert extra == (3 * SIZES["channels"] * n * (n // 2 + 1) * 2 if axes[0] is PERIODIC else 0)
+        assert extra == (2 * SIZES["channels"] * n * (n // 2 + 1) * 2 if axes[0] is PERIODIC else 0)  # interleaved
     torch.manual_seed(0)
     model = OperatorModel([PERIODIC, PERIODIC], 2, 1, plane=True, **SIZES, dtype=torch.float64)  # type: ignore[arg-type]
     model(x).square().sum().backward()  # type: ignore[no-untyped-call]

@@ -19,15 +19,25 @@ point are ``C`` numbers. On a 2D domain ``X x Y`` two ways:
   it). It costs ``n_y`` (and ``n_x``) Funcformer sequences where the factored form runs one: on the CPU about nine
   times a factored step at Navier--Stokes' ``25 x 25`` series (the lab note ``docs/notes/2026-11-29-axial.md``).
 
+  **Interleaved** (``interleaved=True``, the default): the layers alternate instead. ``F_x``'s embedding lifts the
+  ``C`` functions to a ``width``-wide state at each point of the plane, with both Funcformers' learned positions;
+  layer ``i`` along ``x`` (at every ``y_j``) is followed by layer ``i`` along ``y`` (at every ``x_i``), the state of
+  the plane carried between them whole; ``F_x``'s unembedding lowers it back to ``C`` functions (``F_y``'s
+  embedding and unembedding are not built). Composed, only ``C`` functions per point pass from one axis to the
+  other, once; interleaved, the ``width``-wide state passes ``2 · depth - 1`` times. The same layers run at the same
+  cost. On Navier--Stokes 7.36e-3 against the composed form's 1.25e-2, level with the FNO (the lab note
+  ``docs/notes/2026-11-30-plane.md``).
+
 The map keeps its input's shape: ``(batch, *n, C)`` coefficients -> ``(batch, *n, C)``. ``config.convolution`` is
 taken along the periodic axes only (a circular convolution needs a circle); along a bounded axis that Funcformer has
 none.
 
 With ``plane`` on a domain of two periodic axes, each function is also convolved with a learned kernel of the plane
 (:func:`~instances.fourier.multiply_plane`: each frequency pair ``(k, l)`` scaled and turned, one multiplier per
-function), as a residual ``f + κ ⋆ f`` started at zero: before the Funcformers and after them (axial: also between
-the two). The Funcformers' own convolutions act along one axis at a time, so what they compose is a sum of products
-``p_k q_l``; the plane's multiplier need not factor, as the Biot--Savart law's ``1 / (k² + l²)`` does not.
+function), as a residual ``f + κ ⋆ f`` started at zero: before the Funcformers and after them (the composed axial
+form: also between the two). The Funcformers' own convolutions act along one axis at a time, so what they compose
+is a sum of products ``p_k q_l``; the plane's multiplier need not factor, as the Biot--Savart law's
+``1 / (k² + l²)`` does not.
 """
 
 from __future__ import annotations
@@ -56,8 +66,10 @@ class AlongAxes(nn.Module):
             periodic axes only).
         axial: on a 2D domain, the axial form (each axis's Funcformer at every point of the other, composed)
             instead of the factored one.
-        plane: on a domain of two periodic axes, the learned convolutions of the plane (:attr:`plane`), two (three
-            axial) of ``channels · n_x · (n_y + 1)`` weights; elsewhere nothing.
+        interleaved: the axial form's layers alternate between the axes (``False``: each axis's Funcformer whole,
+            composed, as the axial form was built before).
+        plane: on a domain of two periodic axes, the learned convolutions of the plane (:attr:`plane`), two (three in
+            the composed axial form) of ``channels · n_x · (n_y + 1)`` weights; elsewhere nothing.
 
     Raises:
         InputError: ``axial`` on a 1D domain (there is no other axis to run along).
@@ -72,11 +84,12 @@ class AlongAxes(nn.Module):
         config: FuncformerConfig,
         *,
         axial: bool = False,
+        interleaved: bool = True,
         plane: bool = False,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self.domain, self.axial = tuple(domain), axial
+        self.domain, self.axial, self.interleaved = tuple(domain), axial, axial and interleaved
         if axial and len(self.domain) != 2:
             raise InputError(
                 f"AlongAxes: axial=True on a domain of {len(self.domain)} axis: the axial form runs each axis's "
@@ -93,12 +106,14 @@ class AlongAxes(nn.Module):
         if len(self.domain) == 2:  # the same along y: functions of x at each y, on the transposed input
             across: Structure = c if axial else x if c.size == 1 else Pairs(x, c)
             self.y = Funcformer(self.domain[1], across, d, h, _on(config, self.domain[1]), dtype=dtype)
+            if self.interleaved:  # only its layers and position run: x's embedding lifts, x's unembedding lowers
+                del self.y.transformer.embed, self.y.transformer.unembed
         #: the multipliers of the plane's convolutions, ``(places, C, n_x, n_y // 2 + 1, 2)`` (real and imaginary
         #: parts; ``None`` unless ``plane`` on two periodic axes), zero at the start: the map is as without them
         self.plane: nn.Parameter | None = None
         if plane and len(self.domain) == 2 and all(isinstance(a, Fourier) for a in self.domain):
             nx, ny = (a.size for a in self.domain)
-            places = 3 if axial else 2
+            places = 3 if axial and not self.interleaved else 2  # the composed form's: also between
             self.plane = nn.Parameter(torch.zeros(places, channels, nx, ny // 2 + 1, 2, dtype=dtype))
 
     def forward(self, f: Tensor) -> Tensor:
@@ -107,6 +122,8 @@ class AlongAxes(nn.Module):
         if self.y is None:
             return self.x(Field(f, (self.domain[0], self.x.features))).tensor
         f = self._plane(f, 0)
+        if self.interleaved:
+            return self._plane(self._interleaved(f), 1)
         if self.axial:
             return self._plane(self._axial(self._plane(self._axial(f, 0), 1), 1), 2)
         n0, n1 = f.shape[1], f.shape[2]
@@ -120,6 +137,28 @@ class AlongAxes(nn.Module):
         if self.plane is None:
             return f
         return f + multiply_plane(torch.view_as_complex(self.plane[place]), f, dims=(1, 2))
+
+    def _interleaved(self, f: Tensor) -> Tensor:
+        """The interleaved axial form on ``f`` ``(batch, n_x, n_y, C)`` coefficients: the state of the plane held with
+        ``x`` in coefficients and ``y`` at its points for a layer along ``x``, the other way for one along ``y``."""
+        fx, fy = self.x, self.y
+        assert fy is not None
+        (x, y), (bx, by) = self.domain, (_basis(a) for a in self.domain)
+        b, nx, ny, c = f.shape
+        at_y = by.positions(f, 2, y.size).movedim(2, 1).reshape(b * ny, nx, c)  # (b y_j, n_x, C)
+        h = fx.lift(Field(at_y, (x, fx.features))).tensor
+        w = h.shape[-1]
+        if fy.position is not None:  # y's learned function at the points y_j, for every x
+            py = by.positions(fy.position, 0, y.size)
+            h = (h.reshape(b, ny, nx, w) + py[None, :, None]).reshape(b * ny, nx, w)
+        for i in range(len(fx.transformer.layers)):
+            h = fx.layer(i, Field(h, (x, fx.model))).tensor
+            s = bx.positions(by.stored(h.reshape(b, ny, nx, w), 1), 2, x.size)  # (b, n_y, x_i, W): y coefficients
+            h = fy.layer(i, Field(s.movedim(2, 1).reshape(b * nx, ny, w), (y, fy.model))).tensor
+            s = by.positions(bx.stored(h.reshape(b, nx, ny, w), 1), 2, y.size)  # (b, n_x, y_j, W): x coefficients
+            h = s.movedim(2, 1).reshape(b * ny, nx, w)
+        out = fx.lower(Field(h, (x, fx.model))).tensor.reshape(b, ny, nx, c).movedim(1, 2)  # (b, n_x, y_j, C)
+        return by.stored(out, 2)
 
     def _axial(self, f: Tensor, along: int) -> Tensor:
         """The axial step along axis ``along`` (``0``: ``x``, ``1``: ``y``): its Funcformer at each point of the other

@@ -89,6 +89,8 @@ class OperatorModel(nn.Module):
         axial: on a grid of two axes, each axis's Funcformer at every point of the other axis, the two composed
             (:class:`~models.operator.AlongAxes`' axial form: a state per point of the plane) instead of the factored
             form (a state per point of one axis for all of the other's functions). Two axes only.
+        interleaved: the axial form's layers alternate between the axes, the state of the plane carried whole
+            between them (``False``: each axis's Funcformer whole, composed, as the axial form was built before).
         plane: on a grid of two periodic axes, a learned convolution of the plane per function before, between
             (axial) and after the Funcformers (:class:`~models.operator.AlongAxes`: a multiplier that need not factor
             into one per axis); elsewhere nothing. Off by default, as in the operator config.
@@ -135,6 +137,7 @@ class OperatorModel(nn.Module):
         window: float = 40.0,
         convolution: bool = True,
         axial: bool = False,
+        interleaved: bool = True,
         plane: bool = False,
         positional: bool = True,
         norms: bool = False,
@@ -183,7 +186,9 @@ class OperatorModel(nn.Module):
             positional=positional,
             norms=norms,
         )
-        self.along = AlongAxes(self.domain, channels, width, hidden, config, axial=axial, plane=plane, dtype=dtype)
+        self.along = AlongAxes(
+            self.domain, channels, width, hidden, config, axial=axial, interleaved=interleaved, plane=plane, dtype=dtype
+        )
         self.collapse: Linear[Vector, Vector] = Linear(Vector(width), Vector(channels), dtype=dtype)
         boundaries = [a.boundary for a in self.axes]
         self.head: SeriesHead | PointDecoder = (

@@ -37,9 +37,10 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> OperatorMod
 
 
 def config_of(fields: Mapping[str, Any]) -> Config:
-    """The config a checkpoint records; one written before the ``norms`` field had them (on the square the
-    ``convolution`` and ``decoder`` fields change nothing: no axis is periodic)."""
-    return Config(**{"norms": True} | dict(fields))
+    """The config a checkpoint records; one written before the ``norms`` field had them, and one before the
+    ``interleaved`` field an axial form composed (on the square the ``convolution``, ``decoder`` and ``plane``
+    fields change nothing: no axis is periodic)."""
+    return Config(**{"norms": True, "interleaved": False} | dict(fields))
 
 
 def data_bytes(fields: Mapping[str, Any]) -> int:

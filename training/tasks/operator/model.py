@@ -43,6 +43,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         window=config.window,
         convolution=config.convolution,
         axial=config.axial,
+        interleaved=config.interleaved,
         plane=config.plane,
         positional=config.positional,
         norms=config.norms,
@@ -73,13 +74,14 @@ def record(config: Config, shape: Shape) -> dict[str, Any]:
 def as_built(config: Config, shape: Shape) -> Config:
     """``config`` with what it leaves to the data resolved as :func:`build` resolves it: the ``decoder`` chosen
     (:func:`decoder_for`), ``convolution`` off where no axis is periodic and ``plane`` unless both are (they have
-    nothing to act on). Two configs that build the same model for ``shape`` read the same here, so a run resumes
-    under either."""
+    nothing to act on), ``interleaved`` off without ``axial``. Two configs that build the same model for ``shape``
+    read the same here, so a run resumes under either."""
     periodic = [a.boundary.periodic for a in shape.axes]
     return config.replace(
         decoder=decoder_for(config, shape),
         convolution=config.convolution and any(periodic),
         plane=config.plane and len(periodic) == 2 and all(periodic),
+        interleaved=config.interleaved and config.axial,
     )
 
 
@@ -99,9 +101,9 @@ def decoder_for(config: Config, shape: Shape) -> int:
 
 def config_of(fields: Mapping[str, Any]) -> Config:
     """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
-    ``convolution``, ``decoder`` or ``plane`` field was built without one, and one written before the ``norms``
-    field with them."""
-    earlier = {"convolution": False, "decoder": 0, "norms": True, "plane": False}
+    ``convolution``, ``decoder`` or ``plane`` field was built without one, one written before the ``norms`` field
+    with them, and one written before the ``interleaved`` field with the axial form composed."""
+    earlier = {"convolution": False, "decoder": 0, "norms": True, "plane": False, "interleaved": False}
     return Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
 
 
