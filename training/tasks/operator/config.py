@@ -80,7 +80,7 @@ class Config(Optimiser):
             between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``; at six
             layers of 28 without norms 1.251e-2 and 1.370e-2, 1.77 of the FNO over two seeds of each
             (``docs/notes/2026-11-30-plane.md``); with its layers interleaved (``interleaved``, the default)
-            7.358e-3, level with the FNO. On Poisson (33², 2000 steps) 1.35e-2 against the factored form's
+            7.358e-3 and 7.210e-3, 0.98 of the FNO. On Poisson (33², 2000 steps) 1.35e-2 against the factored form's
             1.00e-2, at 5.5 times the time (``docs/notes/2026-11-30-four-settings.md``). So off by default: it
             suits a nonlinear map on a plane, not a near-linear one.
             Two axes only (a 1D grid is refused).
@@ -89,8 +89,8 @@ class Config(Optimiser):
             instead of each axis's Funcformer run whole and composed (only ``channels`` functions per point passed
             between them, once). The same layers at the same cost, and fewer weights (``F_y``'s embedding and
             unembedding are not built). On Navier--Stokes at six layers of 28 without norms, 16 functions: 7.358e-3
-            against the composed form's 1.251e-2 on seed 0 (SEED1), level with the FNO at ``8e-3``
-            (the lab note ``docs/notes/2026-11-30-plane.md``). On by default; it does nothing without ``axial``. A
+            and 7.210e-3 on two seeds against the composed form's 1.251e-2 and 1.370e-2; 0.98 of the FNO at
+            ``8e-3`` over two seeds of each (the lab note ``docs/notes/2026-11-30-plane.md``). On by default; it does nothing without ``axial``. A
             checkpoint written before the field is read as composed (``false``).
         plane: on a grid of two periodic axes, each function is convolved with a learned kernel of the plane
             before and after the Funcformers (the composed axial form: also between them;
