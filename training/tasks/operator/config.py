@@ -90,8 +90,8 @@ class Config(Optimiser):
             between them, once). The same layers at the same cost, and fewer weights (``F_y``'s embedding and
             unembedding are not built). On Navier--Stokes at six layers of 28 without norms, 16 functions: 7.358e-3
             and 7.210e-3 on two seeds against the composed form's 1.251e-2 and 1.370e-2; 0.98 of the FNO at
-            ``8e-3`` over two seeds of each (the lab note ``docs/notes/2026-11-30-plane.md``). On by default; it does nothing without ``axial``. A
-            checkpoint written before the field is read as composed (``false``).
+            ``8e-3`` over two seeds of each (the lab note ``docs/notes/2026-11-30-plane.md``). On by default; it
+            does nothing without ``axial``. A checkpoint written before the field is read as composed (``false``).
         plane: on a grid of two periodic axes, each function is convolved with a learned kernel of the plane
             before and after the Funcformers (the composed axial form: also between them;
             :class:`models.operator.AlongAxes`), a
