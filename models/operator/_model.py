@@ -92,8 +92,9 @@ class OperatorModel(nn.Module):
         interleaved: the axial form's layers alternate between the axes, the state of the plane carried whole
             between them (``False``: each axis's Funcformer whole, composed, as the axial form was built before).
         plane: on a grid of two periodic axes, a learned convolution of the plane per function before, between
-            (axial) and after the Funcformers (:class:`~models.operator.AlongAxes`: a multiplier that need not factor
-            into one per axis); elsewhere nothing. Off by default, as in the operator config.
+            (the composed axial form only) and after the Funcformers (:class:`~models.operator.AlongAxes`: a
+            multiplier that need not factor into one per axis); elsewhere nothing. Off by default, as in the operator
+            config.
         positional: each Funcformer adds a learned function of its axis' coordinate after its embedding
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not; a map that depends on where it acts

@@ -94,11 +94,11 @@ class Config(Optimiser):
             does nothing without ``axial``. A checkpoint written before the field is read as composed (``false``).
         plane: on a grid of two periodic axes, each function is convolved with a learned kernel of the plane
             before and after the Funcformers (the composed axial form: also between them;
-            :class:`models.operator.AlongAxes`), a
-            multiplier per frequency pair that need not factor into one per axis as the Funcformers' convolutions
-            do. Elsewhere it changes nothing. On Navier--Stokes, over two seeds, 7% better factored and 2% axial,
-            the seeds disagreeing in sign in both, with 4% and 28% more weights: within seed noise, so off by default
-            (the lab note ``docs/notes/2026-11-30-plane.md``).
+            :class:`models.operator.AlongAxes`), a multiplier per frequency pair that need not factor into one per
+            axis as the Funcformers' convolutions do. Elsewhere it changes nothing. On Navier--Stokes, over two
+            seeds, 7% better factored and 2% in the composed axial form, the seeds disagreeing in sign in both, with
+            4% and 28% more weights: within seed noise, so off by default (the lab note
+            ``docs/notes/2026-11-30-plane.md``).
         positional: each Funcformer adds a learned function of its coordinate
             (:attr:`models.FuncformerConfig.positional`). Off, with the Fourier reader on periodic axes, no weight
             depends on where it acts, as the physics of Burgers or KdV does not: at equal steps 6% better on
