@@ -468,9 +468,10 @@ FOUR_NORMED: dict[str, Any] = {"depth": 4, "width": 36, "hidden": 108, "norms": 
 
 def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str, Config]]:
     """The Funcformer's settings, in the order tried. Where every axis is periodic: the exact Fourier reader with the
-    relative loss (the best measured on every periodic row); then on two axes the same in the axial form with 16
-    functions handed along (Navier--Stokes' best: interleaved, 7.358e-3; composed, 1.251e-2), the same with the
-    earlier default's four layers of 36 with norms (:data:`FOUR_NORMED`; composed, 1.355e-2), and the row's own; on
+    relative loss (the best measured on every periodic row); then on two axes the same in the axial form with as
+    many functions handed along as the state is wide (Navier--Stokes' best: interleaved, 28 functions, 6.541e-3; 16,
+    7.358e-3; composed, 1.251e-2), the same with the earlier default's four layers of 36 with norms
+    (:data:`FOUR_NORMED`; composed, 16 functions, 1.355e-2), and the row's own; on
     one axis the first without the learned position (no weight depends on where it acts), then both with the earlier
     four layers of 36 with norms. Elsewhere: the row's, and the same with the earlier four layers of 36 with norms;
     the relative loss, with each."""
@@ -478,13 +479,14 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
         tuned = base.replace(reader="fourier", loss="relative")
         first = ("fourier reader, relative loss", tuned)
         if len(axes) == 2:
-            axial = tuned.replace(axial=True, channels=16)
+            axial = tuned.replace(axial=True, channels=tuned.width)
+            normed_axial = axial.replace(**FOUR_NORMED)
             return [
                 first,
-                ("fourier reader, relative loss, axial, 16 functions", axial),
+                (f"fourier reader, relative loss, axial, {axial.channels} functions", axial),
                 (
-                    "fourier reader, relative loss, axial, 16 functions, four layers of 36 with norms",
-                    axial.replace(**FOUR_NORMED),
+                    "fourier reader, relative loss, axial, four layers of 36 with norms, as many functions",
+                    normed_axial.replace(channels=normed_axial.width),
                 ),
                 ("recipe", base),
             ]

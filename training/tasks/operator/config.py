@@ -80,9 +80,12 @@ class Config(Optimiser):
             between its two Funcformers at a point) 1.355e-2 and 1.588e-2, 1.84 of the FNO at ``8e-3``; at six
             layers of 28 without norms 1.251e-2 and 1.370e-2, 1.77 of the FNO over two seeds of each
             (``docs/notes/2026-11-30-plane.md``); with its layers interleaved (``interleaved``, the default)
-            7.358e-3 and 7.210e-3, 0.98 of the FNO. On Poisson (33², 2000 steps) 1.35e-2 against the factored form's
-            1.00e-2, at 5.5 times the time (``docs/notes/2026-11-30-four-settings.md``). So off by default: it
-            suits a nonlinear map on a plane, not a near-linear one.
+            7.358e-3 and 7.210e-3, 0.98 of the FNO; interleaved with ``channels`` as wide as the state
+            (``channels=28``) 6.541e-3, 6.590e-3 and 6.728e-3, 0.87 of the FNO over three seeds of each
+            (``docs/notes/2026-11-30-functions.md``): with ``axial``, set ``channels`` to ``width``. On Poisson
+            (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
+            (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane, not
+            a near-linear one.
             Two axes only (a 1D grid is refused).
         interleaved: with ``axial``, the layers alternate between the axes (layer ``i`` along ``x`` at every point
             of ``y``, then layer ``i`` along ``y``), the ``width``-wide state of the plane carried whole between them,
@@ -125,7 +128,10 @@ class Config(Optimiser):
             the output channels; ``0`` (the default): as many as the output channels, at least 4
             (:func:`~.model.channels_for`). Fewer functions than outputs make every prediction a combination of
             that many functions of space (a rank bound): on Burgers' trajectory (16 states as channels) 4 functions
-            cost 2.1 times against 16 at equal steps.
+            cost 2.1 times against 16 at equal steps. In the axial form (``axial``) they are all the state that
+            reaches the decoder from the plane's ``width``-wide state: on Navier--Stokes ``channels=28`` (the width)
+            was 9–11% better than 16 on two seeds, so set it to ``width`` there; on one axis more functions did not
+            help (16 instead of 4: 30% worse at ν = 0.001, level on KdV).
         eps: layer-norm epsilon.
         log_input: read ``log`` of the inputs (positive data spanning scales, such as a conductivity).
         homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (``0``: off;
