@@ -480,13 +480,12 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
         first = ("fourier reader, relative loss", tuned)
         if len(axes) == 2:
             axial = tuned.replace(axial=True, channels=tuned.width)
-            normed_axial = axial.replace(**FOUR_NORMED)
             return [
                 first,
                 (f"fourier reader, relative loss, axial, {axial.channels} functions", axial),
                 (
                     "fourier reader, relative loss, axial, four layers of 36 with norms, as many functions",
-                    normed_axial.replace(channels=normed_axial.width),
+                    axial.replace(**FOUR_NORMED, channels=FOUR_NORMED["width"]),
                 ),
                 ("recipe", base),
             ]
