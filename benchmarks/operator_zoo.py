@@ -479,14 +479,11 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
         tuned = base.replace(reader="fourier", loss="relative")
         first = ("fourier reader, relative loss", tuned)
         if len(axes) == 2:
-            axial = tuned.replace(axial=True, channels=tuned.width)
+            axial = tuned.replace(axial=True)  # as many functions as the state is wide: the axial form's default
             return [
                 first,
-                (f"fourier reader, relative loss, axial, {axial.channels} functions", axial),
-                (
-                    "fourier reader, relative loss, axial, four layers of 36 with norms, as many functions",
-                    axial.replace(**FOUR_NORMED, channels=FOUR_NORMED["width"]),
-                ),
+                ("fourier reader, relative loss, axial", axial),
+                ("fourier reader, relative loss, axial, four layers of 36 with norms", axial.replace(**FOUR_NORMED)),
                 ("recipe", base),
             ]
         normed = tuned.replace(**FOUR_NORMED)

@@ -197,6 +197,24 @@ def test_a_checkpoint_written_before_the_norms_field_loads_with_them(tmp_path: P
     torch.testing.assert_close(model(x), run.task.model.eval()(x))
 
 
+def test_an_axial_checkpoint_of_either_default_loads_as_the_model_it_was(tmp_path: Path) -> None:
+    """In the axial form ``channels=0`` now builds ``width`` functions and the checkpoint records the count; one
+    written before (four functions, the ``0`` recorded) loads as the four-function model it was."""
+    config = PRESETS["tiny"].replace(axial=True, channels=0)
+    splits = data.splits(config.family, config.n_train, config.n_test, config.points, refine=config.refine)
+    x = splits.test.a[..., None]
+    run = train(config, splits, tmp_path / "new", progress=False, stop_after=2)
+    assert run.task.model.channels == config.width
+    assert load_checkpoint(tmp_path / "new" / CHECKPOINT)["config"]["channels"] == config.width
+    torch.testing.assert_close(load(tmp_path / "new")(x), run.task.model.eval()(x))
+    run = train(config.replace(channels=4), splits, tmp_path / "old", progress=False, stop_after=2)
+    path = tmp_path / "old" / CHECKPOINT
+    blob = load_checkpoint(path)
+    blob["config"]["channels"] = 0  # as the earlier default recorded it
+    save_checkpoint(path, blob)
+    torch.testing.assert_close(load(tmp_path / "old")(x), run.task.model.eval()(x))
+
+
 def test_cli_user_error_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["--preset", "tiny", "--config", "heads=3", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()

@@ -117,6 +117,29 @@ def test_an_axial_run_written_before_the_field_is_read_as_composed() -> None:
     assert record(flat, shape) == record(flat.replace(interleaved=False), shape)
 
 
+@pytest.mark.parametrize(("c_out", "axial", "expected"), [(1, True, 24), (30, True, 30), (1, False, 4), (6, False, 6)])
+def test_the_axial_form_hands_on_as_many_functions_as_the_state_is_wide(c_out: int, axial: bool, expected: int) -> None:
+    """``channels=0``: in the axial form ``width`` functions (24 here), as many as the outputs where they are more;
+    elsewhere as many as the outputs, at least 4. The count is what the model collapses its state to, and what a
+    checkpoint records."""
+    config = operator.PRESETS["tiny"].replace(channels=0, axial=axial)
+    shape = operator.Shape((PERIODIC, PERIODIC), 1, c_out)
+    model = operator.build(config, shape)
+    assert model.collapse.weight.shape[0] == expected
+    assert record(config, shape)["channels"] == expected
+    assert config_of(record(config, shape)).channels == expected
+
+
+def test_an_axial_record_of_channels_0_is_read_as_the_model_it_built() -> None:
+    """Before ``0`` meant ``width`` in the axial form it meant as many functions as outputs, at least 4, and
+    checkpoints recorded the ``0``: such a record builds that model; without ``axial`` the ``0`` reads as it did."""
+    shape = operator.Shape((PERIODIC, PERIODIC), 1, 1)
+    for axial, functions in ((True, 4), (False, 4)):
+        fields = record(operator.PRESETS["tiny"].replace(axial=axial), shape) | {"channels": 0}
+        assert operator.build(config_of(fields), shape).collapse.weight.shape[0] == functions
+        assert record(config_of(fields), shape)["channels"] == functions
+
+
 def test_one_points_change_reaches_the_whole_plane() -> None:
     """Composed, the output at every point of the plane depends on the input at any one point (a sum of the two
     directions would change only the row and the column through it)."""

@@ -18,7 +18,7 @@ from instances.axes import ZERO, Axis
 from models.operator import OperatorModel
 from operators.darcy.data import MODES
 from training import registry
-from training.tasks.operator.model import activations, build
+from training.tasks.operator.model import activations, build, channels_before, channels_for
 from training.tasks.operator.shape import Shape
 
 from .config import Config
@@ -37,10 +37,18 @@ def load(run_dir: str | Path, device: torch.device | str = "cpu") -> OperatorMod
 
 
 def config_of(fields: Mapping[str, Any]) -> Config:
-    """The config a checkpoint records; one written before the ``norms`` field had them, and one before the
-    ``interleaved`` field an axial form composed (on the square the ``convolution``, ``decoder`` and ``plane``
-    fields change nothing: no axis is periodic)."""
-    return Config(**{"norms": True, "interleaved": False} | dict(fields))
+    """The config a checkpoint records; one written before the ``norms`` field had them, one before the
+    ``interleaved`` field an axial form composed, and an axial one recording ``channels=0`` four functions
+    (:func:`~training.tasks.operator.model.channels_before`; on the square the ``convolution``, ``decoder`` and
+    ``plane`` fields change nothing: no axis is periodic)."""
+    return channels_before(Config(**{"norms": True, "interleaved": False} | dict(fields)), SHAPE.c_out)
+
+
+def as_built(config: Config) -> Config:
+    """``config`` as its checkpoints record it: in the axial form the ``channels`` counted
+    (:func:`~training.tasks.operator.model.channels_for`), so that :func:`config_of` reads ``0`` there as the older
+    default."""
+    return config.replace(channels=channels_for(config, SHAPE.c_out)) if config.axial else config
 
 
 def data_bytes(fields: Mapping[str, Any]) -> int:

@@ -23,7 +23,7 @@ from training.options import Shared
 from training.tasks.operator.program import Errors
 
 from .config import Config
-from .model import SPEC
+from .model import SPEC, as_built
 from .train import TEST, data_of, train
 
 
@@ -47,6 +47,7 @@ class Report:
 def execute(config: Config, run: Shared, say: Callable[[str], None] = print) -> Report:
     """Train (or resume) on the config's family and measure on its held-out set; the report."""
     assert run.out is not None
+    config = as_built(config)
     if run.threads is not None:
         torch.set_num_threads(run.threads)
     SPEC.admit(describe(config), budget=run.memory, training=True)  # fits in memory: before anything is built

@@ -21,7 +21,7 @@ from training.loop import FitOptions
 from training.tasks.operator.task import OperatorTask, Run, check_fit
 
 from .config import Config
-from .model import SHAPE, SPEC
+from .model import SHAPE, SPEC, as_built
 
 #: the name of the held-out set in the task's evaluations (``test_rel_l2``)
 TEST = "test"
@@ -46,6 +46,7 @@ def train(
     **options: Unpack[FitOptions],
 ) -> Run:
     """Train (or resume from ``out/checkpoint.pt``) until ``config.steps`` or ``stop_after`` steps."""
+    config = as_built(config)
     train_set = samples_of(splits.train, f"{config.family} training set")
     test = samples_of(splits.test, f"{config.family} held-out set")
     check_fit(config, train_set)

@@ -82,7 +82,7 @@ class Config(Optimiser):
             (``docs/notes/2026-11-30-plane.md``); with its layers interleaved (``interleaved``, the default)
             7.358e-3 and 7.210e-3, 0.98 of the FNO; interleaved with ``channels`` as wide as the state
             (``channels=28``) 6.541e-3, 6.590e-3 and 6.728e-3, 0.87 of the FNO over three seeds of each
-            (``docs/notes/2026-11-30-functions.md``): with ``axial``, set ``channels`` to ``width``. On Poisson
+            (``docs/notes/2026-11-30-functions.md``): with ``axial``, ``channels=0`` hands on ``width``. On Poisson
             (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane, not
             a near-linear one.
@@ -125,13 +125,16 @@ class Config(Optimiser):
         reader_width, reader_heads: the grid reader's channels and heads (dividing them).
         reader_window: the grid reader's locality, as ``window`` between a query and a sample.
         channels: the functions the reader hands each Funcformer per point of its sequence, which the head mixes into
-            the output channels; ``0`` (the default): as many as the output channels, at least 4
-            (:func:`~.model.channels_for`). Fewer functions than outputs make every prediction a combination of
-            that many functions of space (a rank bound): on Burgers' trajectory (16 states as channels) 4 functions
-            cost 2.1 times against 16 at equal steps. In the axial form (``axial``) they are all the state that
-            reaches the decoder from the plane's ``width``-wide state: on Navier--Stokes ``channels=28`` (the width)
-            was 9–11% better than 16 on two seeds, so set it to ``width`` there. On one axis, 28 was 7% better on
-            Burgers' trajectory map (17 before), 3% on KdV and 4% worse at ν = 0.001 (4 before), over two seeds.
+            the output channels; ``0`` (the default): as many as the output channels, at least 4, and in the axial
+            form at least ``width`` (:func:`~.model.channels_for`; a checkpoint records the count). Fewer functions
+            than outputs make every prediction a combination of that many functions of space (a rank bound): on
+            Burgers' trajectory (16 states as channels) 4 functions cost 2.1 times against 16 at equal steps. In the
+            axial form they are all the state that reaches the decoder from the plane's ``width``-wide state: on
+            Navier--Stokes 28 (the width) was 9–11% better than 16 on two seeds. Elsewhere ``width`` is not the
+            rule: on one axis 28 was 7% better on Burgers' trajectory map (17 before) and 3% on KdV, but 12% worse at
+            ν = 0.1, 9% at 0.01 and 4% at 0.001 (4 before), over two seeds, and on Poisson's factored form 7% worse
+            with 46% more weights (one seed). An axial checkpoint written before that recorded ``0`` is read as built, with
+            as many functions as outputs, at least 4.
         eps: layer-norm epsilon.
         log_input: read ``log`` of the inputs (positive data spanning scales, such as a conductivity).
         homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (``0``: off;

@@ -9,7 +9,7 @@ shape flattened into ``data_*`` fields) are refused with the command that retrai
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -23,6 +23,8 @@ from .shape import Shape
 
 #: the key of a checkpoint's config that records the data's shape
 DATA = "data"
+C = TypeVar("C", bound=Config)
+
 #: the samples per axis assumed for an activation estimate (a checkpoint does not record the data's grid)
 POINTS = 64
 
@@ -60,9 +62,17 @@ def build(config: Config, shape: Shape) -> OperatorModel:
 
 
 def channels_for(config: Config, c_out: int) -> int:
-    """The functions handed along each axis: ``config.channels``, or where it is ``0`` as many as the output channels,
-    at least 4 and at most 64 (the head mixes them into the outputs: fewer would bound the outputs' rank)."""
-    return config.channels or min(max(4, c_out), 64)
+    """The functions handed along each axis: ``config.channels``, or where it is ``0`` as many as the output channels
+    and at most 64 (the head mixes them into the outputs: fewer would bound the outputs' rank), at least 4, and in the
+    axial form at least ``width`` (they are all of the plane's ``width``-wide state that reaches the output)."""
+    return config.channels or min(max(config.width if config.axial else 4, c_out), 64)
+
+
+def channels_before(config: C, c_out: int) -> C:
+    """``config`` as a checkpoint written before ``channels=0`` meant ``width`` in the axial form built it: there
+    ``0`` was as many as the output channels, at least 4 (:func:`channels_for` without ``axial``). Records since
+    then hold the count (:func:`as_built`), so only an axial record of ``0`` is an older one."""
+    return config.replace(channels=min(max(4, c_out), 64)) if config.axial and not config.channels else config
 
 
 def record(config: Config, shape: Shape) -> dict[str, Any]:
@@ -73,11 +83,12 @@ def record(config: Config, shape: Shape) -> dict[str, Any]:
 
 def as_built(config: Config, shape: Shape) -> Config:
     """``config`` with what it leaves to the data resolved as :func:`build` resolves it: the ``decoder`` chosen
-    (:func:`decoder_for`), ``convolution`` off where no axis is periodic and ``plane`` unless both are (they have
-    nothing to act on), ``interleaved`` off without ``axial``. Two configs that build the same model for ``shape``
-    read the same here, so a run resumes under either."""
+    (:func:`decoder_for`), the ``channels`` counted (:func:`channels_for`), ``convolution`` off where no axis is
+    periodic and ``plane`` unless both are (they have nothing to act on), ``interleaved`` off without ``axial``. Two
+    configs that build the same model for ``shape`` read the same here, so a run resumes under either."""
     periodic = [a.boundary.periodic for a in shape.axes]
     return config.replace(
+        channels=channels_for(config, shape.c_out),
         decoder=decoder_for(config, shape),
         convolution=config.convolution and any(periodic),
         plane=config.plane and len(periodic) == 2 and all(periodic),
@@ -102,9 +113,11 @@ def decoder_for(config: Config, shape: Shape) -> int:
 def config_of(fields: Mapping[str, Any]) -> Config:
     """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
     ``convolution``, ``decoder`` or ``plane`` field was built without one, one written before the ``norms`` field
-    with them, and one written before the ``interleaved`` field with the axial form composed."""
+    with them, one written before the ``interleaved`` field with the axial form composed, and an axial one that
+    records ``channels=0`` with as many functions as outputs (:func:`channels_before`)."""
     earlier = {"convolution": False, "decoder": 0, "norms": True, "plane": False, "interleaved": False}
-    return Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
+    config = Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
+    return channels_before(config, shape_of(fields).c_out) if DATA in fields else config
 
 
 def shape_of(fields: Mapping[str, Any]) -> Shape:
