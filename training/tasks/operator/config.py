@@ -133,8 +133,8 @@ class Config(Optimiser):
             Navier--Stokes 28 (the width) was 9–11% better than 16 on two seeds. Elsewhere ``width`` is not the
             rule: on one axis 28 was 7% better on Burgers' trajectory map (17 before) and 3% on KdV, but 12% worse at
             ν = 0.1, 9% at 0.01 and 4% at 0.001 (4 before), over two seeds, and on Poisson's factored form 7% worse
-            with 46% more weights (one seed). An axial checkpoint written before that recorded ``0`` is read as built, with
-            as many functions as outputs, at least 4.
+            with 46% more weights (one seed). An axial checkpoint written before that recorded ``0`` is read as
+            built, with as many functions as outputs, at least 4.
         eps: layer-norm epsilon.
         log_input: read ``log`` of the inputs (positive data spanning scales, such as a conductivity).
         homogeneous: build in ``u(c a) = c^d u(a)`` for ``c > 0`` with degree ``d = homogeneous`` (``0``: off;

@@ -23,10 +23,10 @@ from .shape import Shape
 
 #: the key of a checkpoint's config that records the data's shape
 DATA = "data"
-C = TypeVar("C", bound=Config)
-
 #: the samples per axis assumed for an activation estimate (a checkpoint does not record the data's grid)
 POINTS = 64
+#: a task's config (the operator task's or one that extends it, such as Darcy's)
+C = TypeVar("C", bound=Config)
 
 
 def build(config: Config, shape: Shape) -> OperatorModel:
@@ -72,7 +72,8 @@ def channels_before(config: C, c_out: int) -> C:
     """``config`` as a checkpoint written before ``channels=0`` meant ``width`` in the axial form built it: there
     ``0`` was as many as the output channels, at least 4 (:func:`channels_for` without ``axial``). Records since
     then hold the count (:func:`as_built`), so only an axial record of ``0`` is an older one."""
-    return config.replace(channels=min(max(4, c_out), 64)) if config.axial and not config.channels else config
+    older = channels_for(config.replace(axial=False), c_out)
+    return config.replace(channels=older) if config.axial and not config.channels else config
 
 
 def record(config: Config, shape: Shape) -> dict[str, Any]:
