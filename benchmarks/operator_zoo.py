@@ -14,7 +14,7 @@ refined solutions), and sampled as a user's files would be; both models read the
   periodic ones) with the row's settings.
 * The FNO (``--peer plain``, the default): neuraloperator's ``FNO`` configured the ordinary way
   (:class:`training.tasks.operator.peers.PlainFNOTask`: its defaults, the relative L² loss, AdamW on a cosine schedule
-  at a swept rate, raw or normalised data: :data:`FNO_SETTINGS`), its width from the parameter count of the
+  at a swept rate, raw or normalised data: :func:`fno_settings`), its width from the parameter count of the
   Funcformer's best setting (within 10%), on the same batches. ``--peer recipe``: by its authors' recipe for each
   problem inside this project's habits (:mod:`training.tasks.operator.fno`: standardised data, the squared loss, five
   halvings), the peer of earlier tables, 4 times off the plain one on Burgers. Trajectory rows train both by teacher
@@ -24,7 +24,7 @@ A second peer (``--unet``): a U-Net (:class:`training.tasks.operator.unet.UNetTa
 trained as the plain FNO is, with as many settings, at equal steps.
 
 Equal tuning effort: each model tries the same number of configurations (``--configs``, at most four, in order;
-:func:`funcformer_settings`, :data:`FNO_SETTINGS`), each listed with its figure; the best of each is compared.
+:func:`funcformer_settings`, :func:`fno_settings`), each listed with its figure; the best of each is compared.
 Budgets: **equal steps** and **equal wall clock** (the faster model trained again, from scratch, with as many steps
 as fit in the slower one's training time, the two models' times per step measured in alternating bursts so that a
 changing load does not tilt the budget); held-out errors along the way are the training curves (saved with
@@ -466,15 +466,21 @@ def fitted(cfg: Config, train: Samples) -> Config:
 FOUR_NORMED: dict[str, Any] = {"depth": 4, "width": 36, "hidden": 108, "norms": True}
 
 
+#: the axial form's second setting: no more than 8 modes per axis. Its attention costs ``n_x n_y (n_x + n_y)`` per
+#: layer; on Navier--Stokes 8 modes instead of the row's 25 were as good at equal steps on seed 0 (6.518e-3 against
+#: 6.541e-3; 0.91 of the FNO over three seeds against 0.87, as at 12 and 16) at 0.84 of an FNO step instead of 4.95:
+#: the best at equal clock (the lab note ``docs/notes/2026-11-30-modes.md``)
+AXIAL_MODES = 8
+
+
 def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str, Config]]:
     """The Funcformer's settings, in the order tried. Where every axis is periodic: the exact Fourier reader with the
-    relative loss (the best measured on every periodic row); then on two axes the same in the axial form with as
-    many functions handed along as the state is wide (Navier--Stokes' best: interleaved, 28 functions, 6.541e-3; 16,
-    7.358e-3; composed, 1.251e-2), the same with the earlier default's four layers of 36 with norms
-    (:data:`FOUR_NORMED`; composed, 16 functions, 1.355e-2), and the row's own; on
-    one axis the first without the learned position (no weight depends on where it acts), then both with the earlier
-    four layers of 36 with norms. Elsewhere: the row's, and the same with the earlier four layers of 36 with norms;
-    the relative loss, with each."""
+    relative loss (the best measured on every periodic row); then on two axes the same in the axial form (its
+    default: interleaved, as many functions handed along as the state is wide; Navier--Stokes' best at equal steps,
+    6.541e-3; 16 functions, 7.358e-3; composed, 1.251e-2), the same at no more than :data:`AXIAL_MODES` modes (the
+    best at equal clock), and the row's own; on one axis the first without the learned position (no weight depends
+    on where it acts), then both with the earlier four layers of 36 with norms. Elsewhere: the row's, and the same
+    with the earlier four layers of 36 with norms; the relative loss, with each."""
     if all(a.boundary.periodic for a in axes):
         tuned = base.replace(reader="fourier", loss="relative")
         first = ("fourier reader, relative loss", tuned)
@@ -483,7 +489,10 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
             return [
                 first,
                 ("fourier reader, relative loss, axial", axial),
-                ("fourier reader, relative loss, axial, four layers of 36 with norms", axial.replace(**FOUR_NORMED)),
+                (
+                    f"fourier reader, relative loss, axial, {AXIAL_MODES} modes",
+                    axial.replace(modes=min(axial.modes, AXIAL_MODES)),
+                ),
                 ("recipe", base),
             ]
         normed = tuned.replace(**FOUR_NORMED)
@@ -519,6 +528,16 @@ FNO_SETTINGS = (
 )
 
 
+def fno_settings(axes: tuple[Axis, ...]) -> tuple[Plain, ...]:
+    """The FNO's settings on a row: :data:`FNO_SETTINGS`; on two periodic axes the last one replaced by the same cut
+    the Funcformer's axial form is tried with, :data:`AXIAL_MODES` modes (the same frequencies, up to 4), raw data at
+    ``8e-3`` (Navier--Stokes' best rate). There, at equal weights, it reached 6.201e-3 and 6.129e-3 against 7.346e-3
+    and 7.502e-3 at 16 modes (two seeds), at about twice the time per step: the same weights make it wider."""
+    if len(axes) == 2 and all(a.boundary.periodic for a in axes):
+        return (*FNO_SETTINGS[:-1], Plain(lr=8e-3, modes=AXIAL_MODES))
+    return FNO_SETTINGS
+
+
 def _best(tried: list[tuple[Run, Callable[[int], Learner]]]) -> tuple[Run, Callable[[int], Learner]]:
     """The setting with the lowest held-out error, and how to train it again."""
     return min(tried, key=lambda t: t[0].errors["test"])
@@ -528,7 +547,7 @@ def compare(
     p: Problem, s: Sizes, configs: int, evals: int, device: torch.device, plain: bool = True, unet: bool = False
 ) -> dict[str, Any]:
     """Both models on one row: each setting at equal steps, the best of each, then the faster again at the slower's
-    clock. ``plain``: the FNO configured the ordinary way (:data:`FNO_SETTINGS`), else by the row's recipe.
+    clock. ``plain``: the FNO configured the ordinary way (:func:`fno_settings`), else by the row's recipe.
     ``unet``: the U-Net too, its settings (:data:`UNET_SETTINGS`) at equal steps."""
     base = fitted(p.funcformer.replace(steps=s.steps, batch=s.batch, eval_every=max(1, s.steps)), p.train)
     ff_settings = funcformer_settings(base, p.train.axes)[:configs]
@@ -545,7 +564,7 @@ def compare(
     # Fourier reader has no weights of its own)
     params = _best(tried["funcformer"])[0].parameters
     if plain:
-        for setting in FNO_SETTINGS[:configs]:
+        for setting in fno_settings(p.train.axes)[:configs]:
 
             def fo(steps: int, setting: Plain = setting) -> Learner:
                 return _plain(base.replace(steps=steps), setting, p, params, device)

@@ -38,7 +38,9 @@ def test_the_funcformer_tries_as_many_distinct_settings_as_the_fno(
 ) -> None:
     zoo = benchmark("operator_zoo")
     settings = zoo.funcformer_settings(operator.Config(), axes)
-    assert len(settings) == len(zoo.FNO_SETTINGS)
+    assert len(settings) == len(zoo.fno_settings(axes)) == len(set(zoo.fno_settings(axes)))
+    fewer = [cfg for _, cfg in settings if cfg.axial and cfg.modes == zoo.AXIAL_MODES]
+    assert len(fewer) == len([f for f in zoo.fno_settings(axes) if f.modes == zoo.AXIAL_MODES])  # the same cut each
     assert len({name for name, _ in settings}) == len({cfg for _, cfg in settings}) == len(settings)
     for _, cfg in settings:  # each builds on these axes (no axial on one axis)
         assert _weights(cfg, axes) > 0

@@ -82,7 +82,10 @@ class Config(Optimiser):
             (``docs/notes/2026-11-30-plane.md``); with its layers interleaved (``interleaved``, the default)
             7.358e-3 and 7.210e-3, 0.98 of the FNO; interleaved with ``channels`` as wide as the state
             (``channels=28``) 6.541e-3, 6.590e-3 and 6.728e-3, 0.87 of the FNO over three seeds of each
-            (``docs/notes/2026-11-30-functions.md``): with ``axial``, ``channels=0`` hands on ``width``. On Poisson
+            (``docs/notes/2026-11-30-functions.md``): with ``axial``, ``channels=0`` hands on ``width``. Its
+            attention costs ``n_x n_y (n_x + n_y)`` per layer on an ``n_x × n_y`` series, so ``modes`` sets its time:
+            on Navier--Stokes 8 modes instead of 25 were 0.91 of the FNO at equal steps (three seeds of each), at
+            0.84 of an FNO step instead of 4.95 (``docs/notes/2026-11-30-modes.md``). On Poisson
             (33², 2000 steps) 1.35e-2 against the factored form's 1.00e-2, at 5.5 times the time
             (``docs/notes/2026-11-30-four-settings.md``). So off by default: it suits a nonlinear map on a plane, not
             a near-linear one.
