@@ -468,8 +468,9 @@ FOUR_NORMED: dict[str, Any] = {"depth": 4, "width": 36, "hidden": 108, "norms": 
 
 #: the axial form's second setting: no more than 8 modes per axis. Its attention costs ``n_x n_y (n_x + n_y)`` per
 #: layer; on Navier--Stokes 8 modes instead of the row's 25 were as good at equal steps on seed 0 (6.518e-3 against
-#: 6.541e-3; 0.91 of the FNO over three seeds against 0.87, as at 12 and 16) at 0.84 of an FNO step instead of 4.95:
-#: the best at equal clock (the lab note ``docs/notes/2026-11-30-modes.md``)
+#: 6.541e-3; 0.91 of the 16-mode FNO over three seeds against 0.87, as at 12 and 16) at 0.84 of an FNO step instead
+#: of 4.95: the best at equal clock (the lab note ``docs/notes/2026-11-30-modes.md``). The FNO is tried with the same
+#: cut (:func:`fno_settings`)
 AXIAL_MODES = 8
 
 
