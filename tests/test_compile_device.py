@@ -34,6 +34,19 @@ pytestmark = [
 ]
 
 
+def _python_scalar(node: fx.Node, value: object) -> bool:
+    """Whether ``node`` is a Python number passed into the graph, not a tensor the model made: Dynamo (torch 2.11)
+    hands a float it does not specialise (an attention's ``scale``, different in two layers) to the graph as a 0-d
+    CPU float64 input read only by ``.item()``."""
+    return (
+        node.op == "placeholder"
+        and isinstance(value, Tensor)
+        and value.ndim == 0
+        and bool(node.users)
+        and all(u.op == "call_method" and u.target == "item" for u in node.users)
+    )
+
+
 def _cpu_nodes(run: Callable[[Callable[..., Tensor]], Tensor], module: nn.Module) -> list[str]:
     """The graph's nodes whose value is a CPU tensor, with the source line that made each."""
     found: list[str] = []
@@ -41,6 +54,8 @@ def _cpu_nodes(run: Callable[[Callable[..., Tensor]], Tensor], module: nn.Module
     def record(gm: fx.GraphModule, example_inputs: list[Tensor]) -> Callable[..., object]:
         for node in gm.graph.nodes:
             value = node.meta.get("example_value")
+            if _python_scalar(node, value):
+                continue
             if isinstance(value, Tensor) and value.device.type == "cpu":
                 where = node.meta.get("stack_trace", "").strip().splitlines()
                 found.append(f"{node.target} {tuple(value.shape)}: {where[-2].strip() if where else '?'}")
