@@ -110,7 +110,7 @@ class Ring(abc.ABC):
     def has(self, needed: Capability) -> bool:
         """Whether this ring declares every capability in ``needed``."""
         # on the flags' values: torch 2.11's Dynamo cannot trace ``Flag.__contains__`` and breaks the graph there
-        return needed.value & self.capabilities.value == needed.value
+        return (needed.value & self.capabilities.value) == needed.value
 
     def require(self, op: str, what: str, needed: Capability) -> None:
         """Raise :class:`StructureError` naming ``op`` unless this ring has every capability in ``needed``."""
