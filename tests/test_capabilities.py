@@ -60,6 +60,18 @@ def test_rings_declare_their_capabilities() -> None:
     assert table[MAX_PLUS] == table[MIN_PLUS] == (False, True, True)
 
 
+def test_has_is_flag_containment_for_every_combination() -> None:
+    """``has`` (on the flags' values, for torch 2.11's Dynamo) agrees with ``enum.Flag``'s own ``in`` for every
+    combination of flags, so a ring with some of them never reads as having all."""
+    members = list(Capability)
+    combos = [Capability(0)]
+    for m in members:
+        combos += [c | m for c in combos]
+    for ring in (REAL, COMPLEX, LOG, MAX_PLUS, MIN_PLUS):
+        for needed in combos:
+            assert ring.has(needed) == (needed in ring.capabilities), (ring, needed)
+
+
 def test_complex_shares_reals_code_but_is_another_ring() -> None:
     assert isinstance(COMPLEX, Real) and Complex.add is Real.add and Complex.matmul is Real.matmul
     assert COMPLEX != REAL and REAL != COMPLEX and COMPLEX == Complex()
