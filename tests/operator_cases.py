@@ -79,3 +79,14 @@ def antiderivative(layout: str) -> Case:
         return c[:, :1] * xs[0] + (c[:, 1:] / (math.pi * K)) @ np.sin(math.pi * np.outer(xs[0], K)).T
 
     return Case(f"antiderivative-{layout}", (Axis(layout),), lambda rng, n: rng.standard_normal((n, 4)), a, u)  # type: ignore[arg-type]
+
+
+def heat(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """u0 of modes 1..4 on the unit period and u(t = 0.02) of u_t = 0.1 u_xx, exactly (each mode decays)."""
+    rng = np.random.default_rng(seed)
+    k = np.arange(1, 5)
+    c, s = rng.standard_normal((n, 4)) / k, rng.standard_normal((n, 4)) / k
+    x = np.arange(points) / points
+    waves = np.cos(2 * np.pi * k[:, None] * x), np.sin(2 * np.pi * k[:, None] * x)
+    decay = np.exp(-4 * np.pi**2 * 0.1 * k**2 * 0.02)
+    return c @ waves[0] + s @ waves[1], (c * decay) @ waves[0] + (s * decay) @ waves[1]

@@ -3,12 +3,12 @@ learns an exact map (the heat equation's, solved in Fourier space) trained as th
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 from operators.dataset import samples
 from operators.layout import Axis
+from tests.operator_cases import heat
 from training.tasks.operator import PRESETS
 from training.tasks.operator.fno import count
 from training.tasks.operator.peers import Plain
@@ -46,21 +46,10 @@ def test_any_grid_size_maps_to_itself(grid: tuple[int, ...]) -> None:
     assert out.shape == (5, 3, *grid) and bool(torch.isfinite(out).all())
 
 
-def _heat(n: int, points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """u0 of modes 1..4 on the unit period and u(t = 0.02) of u_t = 0.1 u_xx, exactly (each mode decays)."""
-    rng = np.random.default_rng(seed)
-    k = np.arange(1, 5)
-    c, s = rng.standard_normal((n, 4)) / k, rng.standard_normal((n, 4)) / k
-    x = np.arange(points) / points
-    waves = np.cos(2 * np.pi * k[:, None] * x), np.sin(2 * np.pi * k[:, None] * x)
-    decay = np.exp(-4 * np.pi**2 * 0.1 * k**2 * 0.02)
-    return c @ waves[0] + s @ waves[1], (c * decay) @ waves[0] + (s * decay) @ waves[1]
-
-
 def test_it_learns_an_exact_map_trained_as_the_plain_fno() -> None:
     torch.set_num_threads(1)
     periodic = (Axis("periodic"),)
-    train, test = samples(*_heat(64, 32, 0), periodic), samples(*_heat(16, 32, 1), periodic)
+    train, test = samples(*heat(64, 32, 0), periodic), samples(*heat(16, 32, 1), periodic)
     cfg = PRESETS["tiny"].replace(steps=300, batch=16)
     task = UNetTask(cfg, Plain(lr=1e-2, data="standardised"), train, 3000)
     before = float(task.errors(test).mean())

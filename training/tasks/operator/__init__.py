@@ -8,6 +8,7 @@
 * :mod:`.task` -- the training task for the shared loop, and :func:`train`; :mod:`.rollout` -- time-stepping;
 * :mod:`.program` -- what ``python -m examples.operator`` does; :mod:`.fno` -- neuraloperator's FNO as the peer by
   each problem's recipe; :mod:`.peers` -- the same FNO configured the ordinary way (raw data, relative L², cosine);
+  :mod:`.unet` -- a U-Net peer; :mod:`.paper_fno` -- the FNO paper's own FNO-1D, written from its equations;
   :mod:`.linear` -- the least-squares linear map on the same samples, the baseline a figure is read beside.
 
 The data come as checked :class:`operators.dataset.Samples` (:func:`operators.dataset.samples` from arrays,

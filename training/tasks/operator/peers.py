@@ -57,6 +57,9 @@ class Plain:
             ``"standardised"`` (the operator model's: inputs to mean 0 and deviation 1 per channel, outputs divided
             by their root-mean-square per channel).
         shifts: train on batches moved by the run's symmetry (``Config.augment``), as the operator model does.
+        batches: ``"draws"`` (the operator model's: each batch drawn afresh, with replacement, from the run's seed)
+            or ``"epochs"`` (the authors' loaders: a fresh permutation of the training set every epoch, cut into
+            batches, the last one short when the batch does not divide it).
     """
 
     width: int | None = None
@@ -69,6 +72,7 @@ class Plain:
     loss: Literal["relative", "squared"] = "relative"
     data: Literal["raw", "gaussian", "standardised"] = "raw"
     shifts: bool = False
+    batches: Literal["draws", "epochs"] = "draws"
 
     def label(self) -> str:
         """A short name: the settings that differ from the default."""
@@ -143,6 +147,7 @@ class PlainTask:
         self.optimiser = kind(self.model.parameters(), lr=plain.lr, weight_decay=plain.weight_decay)
         self.schedule = _schedule(self.optimiser, plain, config.steps)
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
+        self.order = torch.zeros(0, dtype=torch.long)  # what is left of this epoch's permutation ("epochs")
         self.weights = [a.weights(p, torch.float32, self.device) for a, p in zip(train.axes, train.grid, strict=True)]
 
     @property
@@ -153,7 +158,7 @@ class PlainTask:
         """One step on a batch drawn as the operator model draws it; returns the loss."""
         self.model.train()
         c = self.config
-        idx = torch.randint(0, len(self.x), (c.batch,), generator=self.sampler).to(self.device)
+        idx = self._batch().to(self.device)
         x, u = self.x[idx], self.u[idx]
         if c.augment != "none":  # drawn either way: the sampler stays in step with the operator model's
             which = symmetry.draw(c.augment, len(idx), self.axes, self.grid, self.sampler)
@@ -166,6 +171,15 @@ class PlainTask:
         self.optimiser.step()
         self.schedule.step()
         return loss.detach()
+
+    def _batch(self) -> Tensor:
+        """The next batch's sample indices, as :attr:`Plain.batches` says."""
+        if self.plain.batches == "draws":
+            return torch.randint(0, len(self.x), (self.config.batch,), generator=self.sampler)
+        if len(self.order) == 0:
+            self.order = torch.randperm(len(self.x), generator=self.sampler)
+        idx, self.order = self.order[: self.config.batch], self.order[self.config.batch :]
+        return idx
 
     @torch.no_grad()
     def predict(self, inputs: Tensor) -> Tensor:
