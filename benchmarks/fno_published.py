@@ -28,6 +28,7 @@ Needs the ``bench`` extra (``pip install -e ".[bench]"``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -95,6 +96,12 @@ def main() -> None:
         default="library",
         help="neuraloperator's FNO (the zoo's peer; needs the bench extra) or the paper's own FNO-1D, by epochs",
     )
+    p.add_argument(
+        "--batches",
+        choices=("draws", "epochs"),
+        default=None,
+        help="fresh draws with replacement (the zoo's) or shuffled epochs (the authors'); default: the model's",
+    )
     a = p.parse_args()
     if a.steps < 1 or a.evals < 1:
         raise UserError(f"--steps {a.steps}, --evals {a.evals}: both must be at least 1")
@@ -123,11 +130,12 @@ def main() -> None:
     try:
         config = Config(steps=steps, batch=BATCH, seed=a.seed)
         task: PlainTask
+        plain = PAPER_MODEL if a.model == "paper" else FIRST if a.first else PUBLISHED
+        if a.batches is not None:
+            plain = dataclasses.replace(plain, batches=a.batches)
         if a.model == "paper":
-            plain = PAPER_MODEL
             task = PaperFNOTask(config, plain, train, device)
         else:
-            plain = FIRST if a.first else PUBLISHED
             task = PlainFNOTask(config, plain, train, 0, device)
         print(
             f"FNO, {a.model} ({plain.label()}): {task.parameters} parameters, {steps} steps of {BATCH}, {device}",
