@@ -102,6 +102,12 @@ def main() -> None:
         default=None,
         help="fresh draws with replacement (the zoo's) or shuffled epochs (the authors'); default: the model's",
     )
+    p.add_argument(
+        "--schedule",
+        choices=("halvings", "cosine"),
+        default="halvings",
+        help="the paper's rate halvings, or a cosine annealing to zero over the run (not the published setting)",
+    )
     a = p.parse_args()
     if a.steps < 1 or a.evals < 1:
         raise UserError(f"--steps {a.steps}, --evals {a.evals}: both must be at least 1")
@@ -133,6 +139,7 @@ def main() -> None:
         plain = PAPER_MODEL if a.model == "paper" else FIRST if a.first else PUBLISHED
         if a.batches is not None:
             plain = dataclasses.replace(plain, batches=a.batches)
+        plain = dataclasses.replace(plain, schedule=a.schedule)
         if a.model == "paper":
             task = PaperFNOTask(config, plain, train, device)
         else:
