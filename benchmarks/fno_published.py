@@ -11,7 +11,9 @@ summed over the batch, Adam at ``1e-3`` with weight decay ``1e-4``, the rate hal
   solution keeps one Fourier mode by ``t = 1``, and the modes above 682 hold about ``1e-4`` of the initial field's
   amplitude.
 * The model: neuraloperator 2.0's ``FNO`` with its defaults (:class:`training.tasks.operator.peers.PlainFNOTask`):
-  its channel MLPs and soft-gated skips are the library's current form of the paper's model.
+  its channel MLPs and soft-gated skips are the library's current form of the paper's model. ``--model paper``
+  trains the paper's own FNO-1D instead (:class:`training.tasks.operator.paper_fno.PaperFNO1d`, written from its
+  equations; no extra needed), on the batches of the authors' shuffled loader, an epoch at a time.
 
 **The published figures.** The paper's Table 1 reports ``0.0160`` at ``s = 1024`` for the model as first published
 (with batch norm). The authors' code without batch norm reaches about ``2.5e-3`` (0.00254 at epoch 500 on their
