@@ -25,7 +25,7 @@ within 1.5x of ``2.5e-3``.
     python benchmarks/fno_published.py --device cuda
     python benchmarks/fno_published.py --model paper     # the paper's own FNO-1D (no extra needed)
 
-Needs the ``bench`` extra (``pip install -e ".[bench]"``).
+The library's model needs the ``bench`` extra (``pip install -e ".[bench]"``); the paper's does not.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ coordinate in ``[0, 1]``; ``W_t`` a pointwise linear map; ``σ`` the GELU, after
 pointwise layers (``width -> 128 -> C_out``, a GELU between). ``R_t`` starts uniform in ``[0, 1/width²)`` in its
 real and imaginary parts, the rest at PyTorch's defaults, as the authors' code starts them.
 
-Shapes: ``(batch, C_in, n) -> (batch, C_out, n)`` on ``n`` evenly spaced points, ``n >= 2 modes - 1`` (the kept
-frequencies must exist). It needs no extra package. :class:`PaperFNOTask` trains it as
+Shapes: ``(batch, C_in, n) -> (batch, C_out, n)`` on ``n`` evenly spaced points, ``modes <= n // 2 + 1`` (the
+kept frequencies must exist). It needs no extra package. :class:`PaperFNOTask` trains it as
 :class:`~.peers.PlainTask` trains any peer (:class:`~.peers.Plain`).
 """
 
