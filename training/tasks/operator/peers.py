@@ -155,7 +155,8 @@ class PlainTask:
         return count(self.model)
 
     def train_step(self) -> Tensor:
-        """One step on a batch drawn as the operator model draws it; returns the loss."""
+        """One step on the next batch (:attr:`Plain.batches`: by default drawn as the operator model draws it);
+        returns the loss."""
         self.model.train()
         c = self.config
         idx = self._batch().to(self.device)
