@@ -57,7 +57,7 @@ from instances.fourier import multiply
 
 from ._drawing import Gadget, Parameter, Step, join, linear_step
 from ._inputs import model_input
-from .transformer import EncoderLayer, Transformer
+from .transformer import EncoderLayer, Transformer, check_count
 
 X = TypeVar("X", bound=Structure)
 Y = TypeVar("Y", bound=Structure)
@@ -101,6 +101,11 @@ class FuncformerConfig:
             FNO's spectral layer learns it. The multiplier, not ``κ``'s coefficients, is the weight, so that each
             weight moves the output at the scale the others do (Adam's steps are per weight). Needs a periodic
             sequence (a :class:`~instances.Fourier` series).
+        attend_every: layers ``0, k, 2k, …`` attend (``k = attend_every``); the others are their MLP block alone
+            (with the convolution, when on), mixing no positions but through the convolution
+            (:class:`~models.transformer.EncoderLayer` with ``attend=False``). ``1``: every layer attends. The
+            attention is most of a layer's time on short sequences, so ``2`` buys depth at the same weights and
+            time: eight layers of which four attend against six that all do.
     """
 
     heads: int = 4
@@ -116,6 +121,7 @@ class FuncformerConfig:
     value: Structure | None = None
     window: float = 0.0
     convolution: bool = False
+    attend_every: int = 1
 
 
 def window_slopes(window: float, heads: int) -> list[float]:
@@ -200,6 +206,7 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        check_count("Funcformer", "config.attend_every", config.attend_every, 1, "1: every layer attends")
         self.sequence, self.features, self.model, self.config = sequence, features, model, config
         kw = {"dtype": dtype, "device": device}
         layers = [
@@ -214,9 +221,10 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
                 eps=config.eps,
                 key=config.key,
                 value=config.value,
+                attend=i % config.attend_every == 0,
                 **kw,  # type: ignore[arg-type]
             )
-            for _ in range(config.depth)
+            for i in range(config.depth)
         ]
         self.transformer: Transformer[Y, D] = Transformer(features, model, layers, config.final_norm, **kw)  # type: ignore[arg-type]
         self.position = (
@@ -234,7 +242,8 @@ class Funcformer(nn.Module, Generic[X, Y, D]):
             if config.convolution
             else None
         )
-        p, r = _window_features(sequence, config, layers[0].self_attn.normalise, dtype, device)
+        # layer 0 attends whatever attend_every is
+        p, r = _window_features(sequence, config, layers[0].attention().normalise, dtype, device)
         self.register_buffer("window_p", p, persistent=False)  # from the config, not learned
         self.register_buffer("window_r", r, persistent=False)
 

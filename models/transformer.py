@@ -56,7 +56,10 @@ def require_order_at_forward(model: str, layers: Iterable[nn.Module], x: Field[S
     The one capability a model cannot check when it is built: it is generic over its sequence
     structure, which arrives with the input.
     """
-    if any(isinstance(layer, _Layer) and layer.self_attn.normalise.causal for layer in layers):
+    if any(
+        isinstance(layer, _Layer) and layer.self_attn is not None and layer.self_attn.normalise.causal
+        for layer in layers
+    ):
         require_order(
             x.structures[0],
             f"{model} (causal self-attention, sequence checked at forward)",
@@ -103,6 +106,7 @@ class _Layer(nn.Module, Generic[D]):
         eps: float,
         dtype: torch.dtype | None,
         device: torch.device | str | None,
+        attend: bool = True,
     ) -> None:
         check_count(type(self).__name__, "heads", heads, 1)
         super().__init__()
@@ -110,10 +114,14 @@ class _Layer(nn.Module, Generic[D]):
         v = value if value is not None else k
         kw = {"dtype": dtype, "device": device}
         self.model, self.norm_first, self.activation = model, norm_first, activation
-        self.self_attn: MultiHeadAttention[D] = MultiHeadAttention(model, k, v, heads, normalise, **kw)  # type: ignore[arg-type]
+        self.self_attn: MultiHeadAttention[D] | None = (
+            MultiHeadAttention(model, k, v, heads, normalise, **kw)  # type: ignore[arg-type]
+            if attend
+            else None
+        )
         self.linear1: Linear[D, Structure] = Linear(model, hidden, **kw)  # type: ignore[arg-type]
         self.linear2: Linear[Structure, D] = Linear(hidden, model, **kw)  # type: ignore[arg-type]
-        for i in range(1, n_norms + 1):
+        for i in range(1 if attend else 2, n_norms + 1):  # a layer that does not attend has no attention norm
             self.add_module(f"norm{i}", LayerNorm(model, eps, **kw))  # type: ignore[arg-type]
         self._heads = (k, v, heads)
 
@@ -138,8 +146,16 @@ class _Layer(nn.Module, Generic[D]):
             return add(x, f(self.norm(i, x)))
         return self.norm(i, add(x, f(x)))
 
+    def attention(self) -> MultiHeadAttention[D]:
+        """The self-attention (a layer built with ``attend=False`` has none: a :class:`StructureError`)."""
+        if self.self_attn is None:
+            raise StructureError(f"{type(self).__name__}: built with attend=False, it has no self-attention")
+        return self.self_attn
+
     def attention_steps(self, name: str, s: Structure, memory: Structure | None) -> list[list[Step]]:
         """The attention blocks' steps, in order (self-attention; a decoder adds cross-attention)."""
+        if self.self_attn is None:
+            return []
         return [list(attention_steps(join(name, "self_attn"), self.self_attn, s, s))]
 
     def tube_steps(self, name: str, sequence: Structure | None, memory: Structure | None) -> Iterator[Step]:
@@ -150,7 +166,8 @@ class _Layer(nn.Module, Generic[D]):
             Step(name, "fmap", ((s, hidden),), (s, hidden), label=getattr(self.activation, "__name__", "σ")),
             linear_step(join(name, "linear2"), self.linear2, (s,), "linear2"),
         ]
-        for i, body in enumerate([*self.attention_steps(name, s, memory), ff], 1):
+        first = 1 if self.self_attn is not None else 2  # the blocks keep their norms' numbers
+        for i, body in enumerate([*self.attention_steps(name, s, memory), ff], first):
             ln = self.norm_module(i)
             norm = None if ln is None else norm_step(join(name, f"norm{i}"), ln, (s,))
             yield from residual_block(name, norm, self.norm_first, s, d, body)
@@ -167,6 +184,8 @@ class EncoderLayer(_Layer[D]):
         norms: the two layer norms; ``False`` builds none, each block then a plain residual ``x + f(x)`` (as an
             FNO's layers have no norm: a norm at each point fixes the scale of the features there, which a map
             whose output follows its input's amplitude must carry through the residual stream alone).
+        attend: ``False`` builds the MLP block alone (no self-attention, no ``norm1``): ``x ↦ block(MLP)``, a layer
+            that mixes no positions (:attr:`models.FuncformerConfig.attend_every`).
     """
 
     def __init__(
@@ -182,6 +201,7 @@ class EncoderLayer(_Layer[D]):
         norms: bool = True,
         activation: Pointwise = torch.relu,
         eps: float = 1e-5,
+        attend: bool = True,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -190,6 +210,7 @@ class EncoderLayer(_Layer[D]):
             hidden,
             heads,
             2 if norms else 0,
+            attend=attend,
             key=key,
             value=value,
             normalise=normalise,
@@ -204,7 +225,9 @@ class EncoderLayer(_Layer[D]):
         """``position``: fixed features ``(p, r)`` whose product joins every head's scores
         (:meth:`~applicative.MultiHeadAttention.forward`), e.g. :func:`models.funcformer.gaussian_window`."""
         expect_field("EncoderLayer", x)
-        x = self.block(1, x, lambda y: self.self_attn(y, position=position))
+        attn = self.self_attn
+        if attn is not None:
+            x = self.block(1, x, lambda y: attn(y, position=position))
         return self.block(2, x, self.feed_forward)
 
     def __call__(self, x: Field[S, D], position: tuple[Tensor, Tensor] | None = None) -> Field[S, D]:
@@ -260,7 +283,7 @@ class DecoderLayer(_Layer[D]):
     def forward(self, x: Field[S, D], memory: Field[T, D]) -> Field[S, D]:
         expect_field("DecoderLayer", x)
         expect_field("DecoderLayer", memory, "memory")
-        x = self.block(1, x, self.self_attn)
+        x = self.block(1, x, self.attention())
         x = self.block(2, x, lambda y: self.multihead_attn(y, memory))
         return self.block(3, x, self.feed_forward)
 

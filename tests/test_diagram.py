@@ -39,6 +39,7 @@ def _cases() -> list[tuple[str, nn.Module, Callable[[], tuple[Any, ...]], Struct
     post = EncoderLayer(Vector(8), Vector(12), 2, norm_first=False)
     ff = funcformer(6, Vector(8), config=FuncformerConfig(heads=2, depth=2))
     bare = funcformer(6, Vector(8), config=FuncformerConfig(heads=2, depth=2, norms=False))
+    sparse = funcformer(6, Vector(8), config=FuncformerConfig(heads=2, depth=3, attend_every=2))
     cm = CrossModal(Vector(3), Chebyshev(7), Vector(1), Vector(8), Vector(16), CrossModalConfig(2, 1, 2))
     pad = Padded(9, [9, 4, 6])
     return [
@@ -46,6 +47,12 @@ def _cases() -> list[tuple[str, nn.Module, Callable[[], tuple[Any, ...]], Struct
         ("post-norm layer", post, lambda: (Field(torch.randn(2, 5, 8), (Vector(5), Vector(8))),), Vector(5)),
         ("funcformer", ff, lambda: (Field(torch.randn(2, 6, 6), (Chebyshev(6), Chebyshev(6))),), None),
         ("funcformer, no norms", bare, lambda: (Field(torch.randn(2, 6, 6), (Chebyshev(6), Chebyshev(6))),), None),
+        (
+            "funcformer, attending every other layer",
+            sparse,
+            lambda: (Field(torch.randn(2, 6, 6), (Chebyshev(6), Chebyshev(6))),),
+            None,
+        ),
         ("cross-modal", cm, lambda: (Field(torch.randn(3, 9, 3), (pad, Vector(3))),), pad),
     ]
 
@@ -84,7 +91,7 @@ def _within(d: Diagram, name: str) -> list[Any]:
     return [s for s in d.steps if not name or s.module == name or s.module.startswith(name + ".")]
 
 
-@pytest.mark.parametrize("case", range(5), ids=[c[0] for c in _cases()])
+@pytest.mark.parametrize("case", range(len(_cases())), ids=[c[0] for c in _cases()])
 def test_tubes_match_a_forward_pass(case: int, monkeypatch: pytest.MonkeyPatch) -> None:
     _, model, make, sequence = _cases()[case]
     d = diagram(model, sequence)
@@ -108,7 +115,7 @@ def test_tubes_match_a_forward_pass(case: int, monkeypatch: pytest.MonkeyPatch) 
     assert [sig(s.parameters[0].tubes) for s in linear1] == trace["mlp"]
 
 
-@pytest.mark.parametrize("case", range(5), ids=[c[0] for c in _cases()])
+@pytest.mark.parametrize("case", range(len(_cases())), ids=[c[0] for c in _cases()])
 def test_red_triangles_are_the_parameters(case: int) -> None:
     _, model, _, sequence = _cases()[case]
     d = diagram(model, sequence)
@@ -131,6 +138,9 @@ def test_gadget_counts_of_an_encoder_layer() -> None:
     assert set(d.tubes) == {Vector(5), Vector(8), Vector(4), Vector(12)}
     bare = diagram(EncoderLayer(Vector(8), Vector(12), 2, norm_first=True, norms=False), Vector(5))
     assert [s.kind for s in bare.steps] == [k for k in kinds if k != "layer_norm"]
+    mlp_only = diagram(EncoderLayer(Vector(8), Vector(12), 2, norm_first=True, attend=False), Vector(5))
+    assert [s.kind for s in mlp_only.steps] == kinds[5:]
+    assert [s.module for s in mlp_only.steps if s.kind == "layer_norm"] == ["norm2"]
 
 
 def test_render_writes_pictures(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from training import ConfigError
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import SHAPE
 from training.tasks.darcy.train import train
-from training.tasks.operator.model import build
+from training.tasks.operator.model import activations, build
 from training.tasks.operator.task import objective, relative_sq
 
 AXES = SHAPE.axes
@@ -178,6 +178,35 @@ def test_norms_off_takes_the_norms_out_of_every_funcformer_layer_only() -> None:
     d = data.sample("piecewise", 2, points=config.points, refine=1)
     with torch.no_grad():
         assert not torch.allclose(normed(_inputs(d)), bare(_inputs(d)))
+
+
+def test_attend_every_other_layer_is_the_full_model_with_those_attentions_silenced() -> None:
+    """``attend_every=2``: layers 1 and 3 of each Funcformer have no self-attention (nor its norm), and the model is
+    the every-layer model with the same weights and those layers' attention outputs zeroed (``h + 0``)."""
+    config = PRESETS["tiny"].replace(dtype="float64", depth=4, norms=True)
+    full, sparse = _model(config), _model(config, attend_every=2)
+    layers = [m for m in sparse.modules() if isinstance(m, EncoderLayer)]
+    assert [lay.self_attn is None for lay in layers] == [False, True, False, True] * 2
+    dropped = set(full.state_dict()) - set(sparse.state_dict())
+    assert dropped and all(k.split(".layers.")[1].split(".")[0] in "13" for k in dropped)
+    assert {k.split(".layers.")[1].split(".")[1] for k in dropped} == {"self_attn", "norm1"}
+    assert set(sparse.state_dict()) <= set(full.state_dict())
+    full.load_state_dict(sparse.state_dict(), strict=False)
+    with torch.no_grad():
+        for k in dropped:
+            if ".self_attn.out_proj." in k:
+                full.state_dict()[k].zero_()
+    d = data.sample("piecewise", 2, points=config.points, refine=1)
+    with torch.no_grad():
+        torch.testing.assert_close(sparse(_inputs(d)), full(_inputs(d)), rtol=1e-12, atol=1e-12)
+        full.load_state_dict(_model(config).state_dict())  # its own attentions back: another model
+        assert not torch.allclose(sparse(_inputs(d)), full(_inputs(d)))
+    shape = SHAPE
+    assert activations(config.replace(attend_every=2), shape) < activations(config, shape)
+    with pytest.raises(InputError, match="attend_every"):
+        OperatorModel(SHAPE.axes, 1, 1, attend_every=0)
+    with pytest.raises(ConfigError, match="attend_every"):
+        config.replace(attend_every=0)
 
 
 def test_reader_channels_reduce_to_one_function_when_the_others_are_unused() -> None:

@@ -26,6 +26,7 @@ from applicative import (
     ReluAttention,
     ScaledSoftmax,
     SoftplusAttention,
+    StructureError,
     _lowering,
     attention,
 )
@@ -325,3 +326,20 @@ def test_the_cpu_softmax_kernel_equals_torchs_with_a_bias(record_property: Recor
     theirs = torch.autograd.grad(want, (q, k, v), g)
     for a, b in zip(mine, theirs, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("norms", [False, True])
+def test_encoder_layer_that_does_not_attend(record_property: Record, norms: bool) -> None:
+    """``attend=False``: PyTorch's pre-norm layer with its attention block taken out, ``x + ff(norm2(x))``."""
+    ref = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True, norm_first=True, dtype=F64)
+    if not norms:
+        ref.norm2 = nn.Identity()  # type: ignore[assignment]
+    gen = EncoderLayer(Model(), Hidden(), 4, norm_first=True, norms=norms, attend=False, dtype=F64)
+    assert not any(n.startswith(("self_attn", "norm1")) for n, _ in gen.named_parameters())
+    gen.load_state_dict({k: v for k, v in ref.state_dict().items() if not k.startswith(("self_attn", "norm1"))})
+    x = torch.randn(3, 7, 16, dtype=F64)
+    want, got = x + ref._ff_block(ref.norm2(x)), gen(Field(x, (Seq(), Model()))).tensor
+    assert rel_err(ref(x), want) > 1e-2  # the attention block matters: leaving it out is seen
+    check(record_property, f"encoder_layer[no attention, norms={norms}]", got, want)
+    with pytest.raises(StructureError, match="attend=False"):
+        gen.attention()

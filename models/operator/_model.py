@@ -80,6 +80,8 @@ class OperatorModel(nn.Module):
         width, hidden: the Funcformers' model channels and MLP width.
         heads, depth: the Funcformers' attention heads (dividing ``width``) and encoder layers. The sizes' defaults
             are the operator config's (:class:`training.tasks.operator.Config`: six layers of 28, MLPs of 84).
+        attend_every: layers ``0, k, 2k, …`` attend (``k = attend_every``), the others are their MLP and
+            convolution alone (:attr:`models.FuncformerConfig.attend_every`); ``1``, the default: every layer.
         channels: the functions the reader hands each Funcformer per point of its sequence.
         activation: the MLPs' nonlinearity.
         window: the Funcformers' locality along their sequence (``0``: none; :attr:`models.FuncformerConfig.window`).
@@ -133,6 +135,7 @@ class OperatorModel(nn.Module):
         hidden: int = 84,
         heads: int = 4,
         depth: int = 6,
+        attend_every: int = 1,
         channels: int = 4,
         activation: Callable[[Tensor], Tensor] = nn.functional.gelu,
         window: float = 40.0,
@@ -152,6 +155,10 @@ class OperatorModel(nn.Module):
     ) -> None:
         super().__init__()
         _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
+        if type(attend_every) is not int or attend_every < 1:
+            raise InputError(
+                f"OperatorModel: attend_every must be an int >= 1 (1: every layer), got {attend_every!r:.40}"
+            )
         for name, w, least in (("grid_path", grid_path, 0), ("decoder", decoder, -1)):
             if type(w) is not int or w < least:
                 auto = ", -1: chosen from the axes" if least < 0 else ""
@@ -186,6 +193,7 @@ class OperatorModel(nn.Module):
             convolution=convolution,
             positional=positional,
             norms=norms,
+            attend_every=attend_every,
         )
         self.along = AlongAxes(
             self.domain, channels, width, hidden, config, axial=axial, interleaved=interleaved, plane=plane, dtype=dtype

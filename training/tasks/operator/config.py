@@ -63,6 +63,9 @@ class Config(Optimiser):
             10% at 0.001, its trajectory map 22%, KdV 19%, Poisson 41%, log-normal Darcy 10%, Navier–Stokes
             17%; piecewise Darcy level (1.5% worse on one seed, 1.9% better on another). Four of 36 had replaced
             three of 40 (``docs/notes/2026-11-29-four-layers.md``).
+        attend_every: layers ``0, k, 2k, …`` attend (``k = attend_every``); the others are their MLP (and
+            convolution) alone (:attr:`models.FuncformerConfig.attend_every`). ``1``, every layer, is the default;
+            see the operator guide for ``attend_every=2`` with eight layers.
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
@@ -181,6 +184,7 @@ class Config(Optimiser):
     hidden: int = between(84, 1, MAX_HIDDEN)
     heads: int = between(4, 1, MAX_HEADS)
     depth: int = between(6, 1, MAX_LAYERS)
+    attend_every: int = between(1, 1, MAX_LAYERS)
     activation: Activation = "gelu"
     window: float = between(40.0, 0.0, 1e4)
     convolution: bool = True

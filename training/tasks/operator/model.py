@@ -40,6 +40,7 @@ def build(config: Config, shape: Shape) -> OperatorModel:
         hidden=config.hidden,
         heads=config.heads,
         depth=config.depth,
+        attend_every=config.attend_every,
         channels=channels_for(config, shape.c_out),
         activation=ACTIVATIONS[config.activation],
         window=config.window,
@@ -142,8 +143,10 @@ def activations(config: Config, shape: Shape, points: int = POINTS) -> int:
         count += layer_activations(ns[0], ns[1], r, 0, rh, points) + 4 * points * points * r
     # each Funcformer runs once along its axis, or (axial, 2D) once at every point of the other axis
     across = [ns[1], ns[0]] if config.axial and shape.dims == 2 else [1] * len(ns)
+    attending = -(-config.depth // config.attend_every)  # layers 0, k, 2k, ... attend; the others hold no scores
     count += sum(
-        config.depth * layer_activations(m, n, config.width, config.hidden, config.heads)
+        attending * layer_activations(m, n, config.width, config.hidden, config.heads)
+        + (config.depth - attending) * layer_activations(m, n, config.width, config.hidden, 0)
         for m, n in zip(across, ns, strict=True)
     )
     if config.convolution:  # each layer's convolved input, along the periodic axes
