@@ -104,8 +104,8 @@ class FuncformerConfig:
         attend_every: layers ``0, k, 2k, …`` attend (``k = attend_every``); the others are their MLP block alone
             (with the convolution, when on), mixing no positions but through the convolution
             (:class:`~models.transformer.EncoderLayer` with ``attend=False``). ``1``: every layer attends. The
-            attention is most of a layer's time on short sequences, so ``2`` buys depth at the same weights and
-            time: eight layers of which four attend against six that all do.
+            attention is most of a layer's time on short sequences, so a larger ``k`` buys depth at the same weights
+            and time: sixteen layers of which four attend against six that all do.
     """
 
     heads: int = 4

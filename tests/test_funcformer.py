@@ -208,3 +208,12 @@ def test_a_window_needs_a_chebyshev_sequence_and_the_faithful_softmax() -> None:
     for normalise in (LinearAttention(0.5), CoefficientSoftmax(0.5)):
         with pytest.raises(StructureError, match=r"window=4.0: .* on a softmax over the sequence's points, got"):
             Funcformer(X(6), Y(5), Vector(8), Vector(8), FuncformerConfig(heads=2, normalise=normalise, window=4.0))
+
+
+def test_attend_every_builds_attention_in_layers_0_k_2k_and_refuses_less_than_one() -> None:
+    """``attend_every=k``: layers ``0, k, 2k, ...`` hold a self-attention, the others none (an MLP block alone)."""
+    cfg = FuncformerConfig(heads=2, depth=7, attend_every=3, window=0.0)
+    ff = Funcformer(Chebyshev(6), Chebyshev(5), Vector(8), Vector(16), cfg)
+    assert [layer.self_attn is not None for layer in ff.transformer.layers] == [i % 3 == 0 for i in range(7)]
+    with pytest.raises(StructureError, match="attend_every"):
+        Funcformer(Chebyshev(6), Chebyshev(5), Vector(8), Vector(16), FuncformerConfig(heads=2, attend_every=0))
