@@ -105,7 +105,7 @@ class FuncformerConfig:
             (with the convolution, when on), mixing no positions but through the convolution
             (:class:`~models.transformer.EncoderLayer` with ``attend=False``). ``1``: every layer attends. The
             attention is most of a layer's time on short sequences, so a larger ``k`` buys depth at the same weights
-            and time: sixteen layers of which four attend against six that all do.
+            and little more time: sixteen layers of which four attend against six that all do.
     """
 
     heads: int = 4

@@ -40,7 +40,7 @@ Darcy flow: ``d = -1``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -155,10 +155,7 @@ class OperatorModel(nn.Module):
     ) -> None:
         super().__init__()
         _check(axes, in_channels, out_channels, modes, width, heads, channels, window, reading, log_input, homogeneous)
-        if type(attend_every) is not int or attend_every < 1:
-            raise InputError(
-                f"OperatorModel: attend_every must be an int >= 1 (1: every layer), got {attend_every!r:.40}"
-            )
+        _check_sizes({"attend_every": attend_every})
         for name, w, least in (("grid_path", grid_path, 0), ("decoder", decoder, -1)):
             if type(w) is not int or w < least:
                 auto = ", -1: chosen from the axes" if least < 0 else ""
@@ -348,10 +345,7 @@ def _check(
     if not 1 <= len(axes) <= 2 or not all(isinstance(a, Axis) for a in axes):
         raise InputError(f"OperatorModel: axes must be one or two instances.axes.Axis, got {len(axes)!r} item(s)")
     sizes = {"in_channels": c_in, "out_channels": c_out, "modes": modes, "width": width, "heads": heads}
-    sizes |= {"channels": channels, "reading.width": reading.width, "reading.heads": reading.heads}
-    for name, n in sizes.items():
-        if type(n) is not int or n < 1:
-            raise InputError(f"OperatorModel: {name} must be an int >= 1, got {n!r:.40}")
+    _check_sizes(sizes | {"channels": channels, "reading.width": reading.width, "reading.heads": reading.heads})
     for name, (n, h) in {
         "width, heads": (width, heads),
         "reading.width, reading.heads": (reading.width, reading.heads),
@@ -373,3 +367,10 @@ def _check(
             f"OperatorModel: reading.kind='fourier' on axes with boundaries ({kinds}): the Fourier reader needs every "
             "axis periodic; use reading.kind='attention'"
         )
+
+
+def _check_sizes(sizes: Mapping[str, object]) -> None:
+    """Each of ``sizes`` an ``int >= 1`` (an :class:`~applicative.InputError` naming the first that is not)."""
+    for name, n in sizes.items():
+        if type(n) is not int or n < 1:
+            raise InputError(f"OperatorModel: {name} must be an int >= 1, got {n!r:.40}")
