@@ -46,7 +46,7 @@ from ._errors import DataError, InputError, StructureError, UserError
 from ._field import Field, cat, check_compatible, expect_field, stack
 from ._flex import flex_softmax_attention
 from ._inputs import clear_padding, require_finite
-from ._layers import layer_norm, mlp, residual
+from ._layers import layer_norm, mlp, position_wise, residual
 from ._lowering import FLEX, FLEX_EAGER, GALERKIN, SDPA, Lowering, galerkin_lowering, sdpa_lowering
 from ._modules import MLP, LayerNorm, Linear, MultiHeadAttention
 from ._pairs import Pairs, PairsBasis
@@ -122,6 +122,7 @@ __all__ = [
     "per_example",
     "pointwise",
     "pointwise2",
+    "position_wise",
     "pure",
     "require_finite",
     "require_order",

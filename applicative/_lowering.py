@@ -143,6 +143,8 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
     h, f, tq, tk, tv = _joined(q, k, v)
     qf = kernels.factor(h, tq)
     kf, tv, log_w = kernels.lowered_keys(f, kernels.factor(h, tk), tv)
+    if log_w is not None and _uniform(log_w):
+        log_w = None  # softmax(s + c) = softmax(s): an equal weight at every key (a Fourier series' points) is no bias
     i_shape = qf.shape[qf.ndim - 1 - ni : qf.ndim - 1]
     qf = qf.unsqueeze(-2) if ni == 0 else qf.flatten(qf.ndim - 1 - ni, qf.ndim - 2)  # (..., L, e)
     if not qf.shape[:-2] == kf.shape[:-2] == tv.shape[:-2]:
@@ -165,29 +167,45 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
     return out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)  # *I x G
 
 
+def _uniform(log_w: Tensor) -> bool:
+    """Whether ``log w`` is one finite value at every key, for every example: tested on the CPU only, where it
+    costs no device sync (an accelerator keeps the bias)."""
+    if log_w.device.type != "cpu" or log_w.numel() == 0:
+        return False
+    first = log_w.reshape(-1)[0]
+    return bool(torch.isfinite(first)) and bool((log_w == first).all())
+
+
 def fused_attention(
     q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None, *, is_causal: bool = False, scale: float
 ) -> Tensor:
     """``softmax(scale · q kᵀ + attn_mask) v`` as one kernel: ``scaled_dot_product_attention``'s arguments and result,
     ``(N, H, L, E)``, ``(N, H, S, E)``, ``(N, H, S, G)`` -> ``(N, H, L, G)``.
 
-    torch's fused kernel, except on the CPU with a float ``attn_mask`` in which no row is all ``-inf``: there the three
-    products by hand. With a float mask torch's CPU kernel takes its unfused math path, whose "safe" softmax adds a
-    test for rows that are all ``-inf`` and a select to zero them, forward and backward: 30% of the attention's time
-    at the Funcformer's ``(80, 33 | 65, 11)`` (0.72 of its time per call, forward and backward, interleaved) and 4–6% of
-    a training step of the operator model on the 1D Burgers and KdV rows (one thread). Where a row is all ``-inf``
-    (every key padding), on an accelerator and while compiling, the fused kernel.
+    torch's fused kernel, except on the CPU where its unfused math path would run: there the three products by hand.
+    That path runs with a float mask (no row of it all ``-inf``), and without one where the keys' and values' sizes
+    differ (``E != G``, the Funcformer's window features); its "safe" softmax adds a test for rows that are all
+    ``-inf`` and a select to zero them, forward and backward: 30% of the attention's time at the Funcformer's
+    ``(80, 33 | 65, 9)``. Without a mask the products by hand are used up to :data:`SMALL_SCORES` scores per head,
+    where torch's blocked kernel gains nothing. Where a row is all ``-inf`` (every key padding), on an accelerator,
+    causal, and while compiling, the fused kernel.
     """
+    small = attn_mask is None and q.shape[-2] * k.shape[-2] <= SMALL_SCORES
     if (
-        attn_mask is None
-        or is_causal
+        is_causal
         or q.device.type != "cpu"
         or torch.compiler.is_compiling()
-        or bool(torch.isneginf(attn_mask).all(-1).any())
+        or (attn_mask is None and not small)
+        or (attn_mask is not None and bool(torch.isneginf(attn_mask).all(-1).any()))
     ):
         return nnf.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
-    scores = torch.add(attn_mask, torch.matmul(q, k.transpose(-1, -2)), alpha=scale)
+    s = torch.matmul(q, k.transpose(-1, -2))
+    scores = s.mul_(scale) if attn_mask is None else torch.add(attn_mask, s, alpha=scale)
     return torch.matmul(torch.softmax(scores, -1), v)
+
+
+#: scores per head (queries times keys) up to which the CPU attention without a mask runs as three products by hand
+SMALL_SCORES = 128 * 128
 
 
 def _one_batch_axis(

@@ -18,7 +18,7 @@ Transformer, Chebyshev series the Funcformer, trees a tree Transformer.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Generic, TypeVar, cast
+from typing import Generic, TypeVar, TypeVarTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +37,7 @@ from applicative import (
     expect_field,
     mlp,
     mul_mmt,
+    position_wise,
     require_order,
 )
 from applicative.tensors import summary
@@ -46,6 +47,7 @@ from ._inputs import model_input
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
+A = TypeVarTuple("A")
 D = TypeVar("D", bound=Structure)
 Fe = TypeVar("Fe", bound=Structure)
 
@@ -129,18 +131,20 @@ class _Layer(nn.Module, Generic[D]):
         """Norm ``i`` (``norm1``, ``norm2``, ...), or ``None`` in a layer built without norms."""
         return cast("LayerNorm[D] | None", getattr(self, f"norm{i}", None))
 
-    def norm(self, i: int, x: Field[S, D]) -> Field[S, D]:
+    def norm(self, i: int, x: Field[*A, D]) -> Field[*A, D]:
         """Norm ``i`` of ``x`` (``x`` itself in a layer built without norms)."""
         ln = self.norm_module(i)
         return x if ln is None else ln(x)
 
-    def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
+    def feed_forward(self, x: Field[*A, D]) -> Field[*A, D]:
+        """The MLP at each position of the sequence alone (:func:`~applicative.position_wise`): on a series its
+        activation goes to the points and back once, and the biases add at the points."""
         l1, l2 = self.linear1, self.linear2
         b1, b2 = l1.bias_field, l2.bias_field
         assert b1 is not None and b2 is not None
-        return mlp(l1.weight_field, b1, l2.weight_field, b2, self.activation, x)
+        return position_wise(lambda y: mlp(l1.weight_field, b1, l2.weight_field, b2, self.activation, y), x)
 
-    def block(self, i: int, x: Field[S, D], f: Callable[[Field[S, D]], Field[S, D]]) -> Field[S, D]:
+    def block(self, i: int, x: Field[*A, D], f: Callable[[Field[*A, D]], Field[*A, D]]) -> Field[*A, D]:
         """Residual block ``i``: ``x + f(norm_i x)`` (pre-norm) or ``norm_i (x + f x)`` (post-norm)."""
         if self.norm_first:
             return add(x, f(self.norm(i, x)))

@@ -131,6 +131,7 @@ def test_attention_over_fourier_keys_is_one_sdpa_call_and_the_quadrature() -> No
     with mock.patch.object(_lowering, "fused_attention", wraps=_lowering.fused_attention) as spy:
         got = attention(ScaledSoftmax(0.7), queries, keys, values).tensor.numpy()
     assert spy.call_count == 1
+    assert spy.call_args.kwargs.get("attn_mask") is None  # an equal weight at every point: no bias to add
     t = -1 + 2 * np.arange(2 * n - 1) / (2 * n - 1)
     k_at, v_at = series(kc.T, t).T, series(vc.T, t).T  # (m, e), (m, 2)
     for i in range(5):

@@ -305,6 +305,22 @@ def test_other_normalisations(record_property: Record, norm: Normalise, formula:
     check(record_property, f"{type(norm).__name__}", out[True], want)
 
 
+@pytest.mark.parametrize("keys", [7, 300], ids=["products by hand", "torch's kernel"])
+def test_the_cpu_softmax_kernel_equals_torchs_without_a_bias(record_property: Record, keys: int) -> None:
+    """:func:`applicative._lowering.fused_attention` without a bias, keys and values of other sizes (as the Funcformer's
+    window features make them), against torch's ``scaled_dot_product_attention``: values and gradients, below and above
+    :data:`applicative._lowering.SMALL_SCORES`."""
+    q = torch.randn(3, 2, 60, 4, dtype=F64, requires_grad=True)
+    k = torch.randn(3, 2, keys, 4, dtype=F64, requires_grad=True)
+    v = torch.randn(3, 2, keys, 6, dtype=F64, requires_grad=True)
+    got = _lowering.fused_attention(q, k, v, scale=0.3)
+    want = nnf.scaled_dot_product_attention(q, k, v, scale=0.3)
+    check(record_property, f"fused_attention without a bias [{keys} keys]", got, want)
+    g = torch.randn_like(got)
+    for a, b in zip(torch.autograd.grad(got, (q, k, v), g), torch.autograd.grad(want, (q, k, v), g), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("dead_row", [False, True])
 def test_the_cpu_softmax_kernel_equals_torchs_with_a_bias(record_property: Record, dead_row: bool) -> None:
     """:func:`applicative._lowering.fused_attention` with a float bias (computed by hand on the CPU) against torch's
