@@ -169,8 +169,8 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
 
 def _uniform(log_w: Tensor) -> bool:
     """Whether ``log w`` is one finite value at every key, for every example: tested on the CPU only, where it
-    costs no device sync (an accelerator keeps the bias)."""
-    if log_w.device.type != "cpu" or log_w.numel() == 0:
+    costs no device sync (an accelerator keeps the bias), and not while compiling (a value is no graph's guard)."""
+    if log_w.device.type != "cpu" or log_w.numel() == 0 or torch.compiler.is_compiling():
         return False
     first = log_w.reshape(-1)[0]
     return bool(torch.isfinite(first)) and bool((log_w == first).all())
