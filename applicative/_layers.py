@@ -59,11 +59,11 @@ def position_wise(f: Callable[[Field[D]], Field[D]], x: Field[*B, D]) -> Field[*
     """``f``, a map of the last axis's values, at every position of ``x``'s leading typed axes, through their
     positions once: ``fmap (fmap ... f)``.
 
-    A Transformer's feed-forward block -- its norm, affine maps, activation and residual sum -- acts at each
-    position alone. Step by step, each of its pointwise steps on a leading axis stored in another basis (a series'
-    coefficients) goes to the positions and back; as one ``f`` it goes once. The two agree: on ``n`` positions a
-    series of ``n`` terms changes basis invertibly (the round trip is the identity up to rounding), and the affine
-    maps act on the last axis alone. ``x`` ``(..., |A|, ..., |D|)`` -> the same shape; ``f`` receives ``Field[D]``
+    A Transformer's MLP (and its norm, and the residual sum) acts at each position alone. Step by step, each
+    pointwise step on a leading axis stored in another basis (a series' coefficients) goes to the positions and
+    back, and a bias is lifted onto the series; as one ``f`` it goes once. The two agree: on ``n`` positions a series
+    of ``n`` terms changes basis invertibly (the round trip is the identity up to rounding), and the affine maps act
+    on the last axis alone. ``x`` ``(..., |A|, ..., |D|)`` -> the same shape; ``f`` receives ``Field[D]``
     whose batch holds the leading axes' positions, and must keep ``D``.
     """
     d = cast("D", x.structures[-1])

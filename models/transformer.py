@@ -18,7 +18,7 @@ Transformer, Chebyshev series the Funcformer, trees a tree Transformer.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Generic, TypeVar, TypeVarTuple, cast
+from typing import Generic, TypeVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -47,7 +47,6 @@ from ._inputs import model_input
 
 S = TypeVar("S", bound=Structure)
 T = TypeVar("T", bound=Structure)
-A = TypeVarTuple("A")
 D = TypeVar("D", bound=Structure)
 Fe = TypeVar("Fe", bound=Structure)
 
@@ -131,12 +130,12 @@ class _Layer(nn.Module, Generic[D]):
         """Norm ``i`` (``norm1``, ``norm2``, ...), or ``None`` in a layer built without norms."""
         return cast("LayerNorm[D] | None", getattr(self, f"norm{i}", None))
 
-    def norm(self, i: int, x: Field[*A, D]) -> Field[*A, D]:
+    def norm(self, i: int, x: Field[S, D]) -> Field[S, D]:
         """Norm ``i`` of ``x`` (``x`` itself in a layer built without norms)."""
         ln = self.norm_module(i)
         return x if ln is None else ln(x)
 
-    def feed_forward(self, x: Field[*A, D]) -> Field[*A, D]:
+    def feed_forward(self, x: Field[S, D]) -> Field[S, D]:
         """The MLP at each position of the sequence alone (:func:`~applicative.position_wise`): on a series its
         activation goes to the points and back once, and the biases add at the points."""
         l1, l2 = self.linear1, self.linear2
@@ -144,7 +143,7 @@ class _Layer(nn.Module, Generic[D]):
         assert b1 is not None and b2 is not None
         return position_wise(lambda y: mlp(l1.weight_field, b1, l2.weight_field, b2, self.activation, y), x)
 
-    def block(self, i: int, x: Field[*A, D], f: Callable[[Field[*A, D]], Field[*A, D]]) -> Field[*A, D]:
+    def block(self, i: int, x: Field[S, D], f: Callable[[Field[S, D]], Field[S, D]]) -> Field[S, D]:
         """Residual block ``i``: ``x + f(norm_i x)`` (pre-norm) or ``norm_i (x + f x)`` (post-norm)."""
         if self.norm_first:
             return add(x, f(self.norm(i, x)))
