@@ -337,15 +337,14 @@ def lowered_keys(s: Contract, tk: Tensor, tv: Tensor) -> tuple[Tensor, Tensor, T
     lw = measure(s, _real_dtype(tk), tk.device, points)
     if lw is None:
         return tk, tv, None
-    plain = lw.device.type == "cpu" and lw.ndim == 1 and not torch.compiler.is_compiling()
-    if plain and bool(torch.isfinite(lw).all()):
-        # no position hidden: nothing to select (tested where it costs no device sync and no graph break)
-        return tk, tv, lw[(None,) * (tk.ndim - 2)]
     tk, d = pad_before(tk, tk.ndim - 2, lw.ndim - 1)
     tv, dv = pad_before(tv, tv.ndim - 2, lw.ndim - 1)
-    hidden = torch.isneginf(lw)
-    tk = torch.where(aligned(hidden, d, 1), 0, tk)
-    tv = torch.where(aligned(hidden, dv, 1), 0, tv)
+    # no position hidden, nothing to select: tested where it costs no device sync and no graph break
+    plain = lw.device.type == "cpu" and lw.ndim == 1 and not torch.compiler.is_compiling()
+    if not (plain and bool(torch.isfinite(lw).all())):
+        hidden = torch.isneginf(lw)
+        tk = torch.where(aligned(hidden, d, 1), 0, tk)
+        tv = torch.where(aligned(hidden, dv, 1), 0, tv)
     return tk, tv, aligned(lw, d, 0)
 
 

@@ -167,6 +167,10 @@ def _sdpa(scale: float, causal: bool, q: Field[*I, H], k: Field[F, H], v: Field[
     return out.squeeze(-2) if ni == 0 else unflatten(out, -2, i_shape)  # *I x G
 
 
+#: scores per head (queries times keys) up to which the CPU attention without a mask runs as three products by hand
+SMALL_SCORES = 128 * 128
+
+
 def _uniform(log_w: Tensor) -> bool:
     """Whether ``log w`` is one finite value at every key, for every example: tested on the CPU only, where it
     costs no device sync (an accelerator keeps the bias), and not while compiling (a value is no graph's guard)."""
@@ -190,22 +194,17 @@ def fused_attention(
     where torch's blocked kernel gains nothing. Where a row is all ``-inf`` (every key padding), on an accelerator,
     causal, and while compiling, the fused kernel.
     """
-    small = attn_mask is None and q.shape[-2] * k.shape[-2] <= SMALL_SCORES
     if (
         is_causal
         or q.device.type != "cpu"
         or torch.compiler.is_compiling()
-        or (attn_mask is None and not small)
+        or (attn_mask is None and q.shape[-2] * k.shape[-2] > SMALL_SCORES)
         or (attn_mask is not None and bool(torch.isneginf(attn_mask).all(-1).any()))
     ):
         return nnf.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
     s = torch.matmul(q, k.transpose(-1, -2))
     scores = s.mul_(scale) if attn_mask is None else torch.add(attn_mask, s, alpha=scale)
     return torch.matmul(torch.softmax(scores, -1), v)
-
-
-#: scores per head (queries times keys) up to which the CPU attention without a mask runs as three products by hand
-SMALL_SCORES = 128 * 128
 
 
 def _one_batch_axis(
