@@ -279,3 +279,37 @@ def test_leave_flushes_and_ends_with_the_status() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent
     )
     assert (done.returncode, done.stdout) == (3, "written")
+
+
+@pytest.mark.parametrize(("ranked", "job", "status"), [(True, None, 0), (True, UserError("bad"), 2), (False, None, 0)])
+def test_a_rank_leaves_after_its_group_and_a_single_process_returns(
+    monkeypatch: pytest.MonkeyPatch, ranked: bool, job: Exception | None, status: int
+) -> None:
+    """A rank of torchrun ends through ``leave`` with the job's status, after ``teardown``; one process returns it."""
+    import training.cli as cli
+
+    calls: list[str] = []
+
+    class Left(Exception):
+        pass
+
+    def teardown() -> bool:
+        calls.append("teardown")
+        return ranked
+
+    def leave(code: int) -> None:
+        calls.append(f"leave {code}")
+        raise Left
+
+    def work() -> None:
+        if job is not None:
+            raise job
+
+    monkeypatch.setattr(cli, "teardown", teardown)
+    monkeypatch.setattr(cli, "leave", leave)
+    if ranked:
+        with pytest.raises(Left):
+            cli.run_cli("prog", work)
+        assert calls == ["teardown", f"leave {status}"]
+    else:
+        assert cli.run_cli("prog", work) == status and calls == ["teardown"]

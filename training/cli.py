@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import torch
 
+from .deadline import leave
 from .distributed import teardown
 from .errors import UserError
 from .signals import Interrupted
@@ -181,8 +182,22 @@ def _check_creatable(path: Path, text: str) -> None:
 def run_cli(prog: str, job: Callable[[], object]) -> int:
     """Run ``job``: 0 on success, 2 with one line on stderr for a :class:`UserError`, 128 + signal when interrupted.
 
-    Running out of memory or disk is one line too (exit status 2): what ran out, and what to change.
+    Running out of memory or disk is one line too (exit status 2): what ran out, and what to change. A rank of
+    ``torchrun`` then ends its process at once with that status (:func:`~training.deadline.leave`), once it has left
+    its process group: see :func:`~training.distributed.teardown` for why it may not wait for the interpreter's
+    own teardown.
     """
+    try:
+        code = _outcome(prog, job)
+    finally:
+        ranked = teardown()
+    if ranked:
+        leave(code)
+    return code
+
+
+def _outcome(prog: str, job: Callable[[], object]) -> int:
+    """``job``'s exit status, its user errors and interruptions reported in one line (:func:`run_cli`)."""
     try:
         job()
     except UserError as e:
@@ -210,8 +225,6 @@ def run_cli(prog: str, job: Callable[[], object]) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"{prog}: error: {e.strerror or _first(e)}{where}; check the path and the free space", file=sys.stderr)
         return 2
-    finally:
-        teardown()
     return 0
 
 

@@ -173,7 +173,9 @@ def leave(code: int) -> NoReturn:
 
     For a command with a deadline, alone in its process, once it has written and closed all it writes (the report,
     the checkpoint, the plots): freeing torch's state at exit takes seconds under load (4.7 s of a 30 s budget,
-    measured at a load of 3), which a clock inside the process cannot see."""
+    measured at a load of 3), which a clock inside the process cannot see. For a rank of ``torchrun`` once it has
+    left its process group (:func:`training.cli.run_cli`): the interpreter's teardown can abort it there
+    (:func:`training.distributed.teardown`)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
