@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, TypeVarTuple, cast
+from typing import Any, Protocol, TypeVar, TypeVarTuple, cast
 
 import torch
 import torch.nn.functional as nnf
@@ -202,9 +202,47 @@ def fused_attention(
         or (attn_mask is not None and bool(torch.isneginf(attn_mask).all(-1).any()))
     ):
         return nnf.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
-    s = torch.matmul(q, k.transpose(-1, -2))
-    scores = s.mul_(scale) if attn_mask is None else torch.add(attn_mask, s, alpha=scale)
-    return torch.matmul(torch.softmax(scores, -1), v)
+    s = product(q * scale, k.transpose(-1, -2))  # the scale on the queries: fewer numbers than the scores
+    scores = s if attn_mask is None else s + attn_mask
+    return product(torch.softmax(scores, -1), v)
+
+
+def _oriented(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b``, as ``(bᵀ aᵀ)ᵀ`` where the result has fewer columns than rows."""
+    if b.shape[-1] < a.shape[-2]:
+        return torch.matmul(b.mT, a.mT).mT
+    return torch.matmul(a, b)
+
+
+class _Product(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a: Tensor, b: Tensor) -> Tensor:
+        return _oriented(a, b)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Tensor, Tensor], output: Tensor) -> None:
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        a, b = ctx.saved_tensors
+        da = product(grad, b.mT) if ctx.needs_input_grad[0] else None
+        db = product(a.mT, grad) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+def product(a: Tensor, b: Tensor) -> Tensor:
+    """The batched product ``a @ b`` (``(..., m, k) @ (..., k, n)``), and each product of its gradients, taken as
+    ``(bᵀ aᵀ)ᵀ`` where the result has fewer columns than rows (``n < m``).
+
+    The CPU's batched product of many small matrices runs 3–4 times slower when the result's rows are the longer
+    axis: at the Funcformer's attention, ``(80, 33, 65) @ (80, 65, 7)`` took 170 µs and ``((80, 7, 65) @ (80, 65,
+    33))ᵀ`` 60 µs (one thread). The same function; the rounding may differ in the last place.
+    """
+    out: Tensor = _Product.apply(a, b)  # type: ignore[no-untyped-call]
+    return out
 
 
 def _one_batch_axis(

@@ -344,6 +344,33 @@ def test_the_cpu_softmax_kernel_equals_torchs_with_a_bias(record_property: Recor
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((2, 3, 9, 4), (2, 3, 4, 5)), ((2, 3, 5, 4), (2, 3, 4, 9)), ((1, 3, 9, 4), (2, 1, 4, 5)), ((9, 4), (4, 5))],
+    ids=["fewer columns", "more columns", "broadcast batch", "matrices"],
+)
+def test_the_oriented_product_is_matmul_to_second_derivatives(
+    a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    """:func:`applicative._lowering.product` against ``torch.matmul``: values, gradients and second derivatives, in
+    both orientations (the result with fewer or more columns than rows) and with broadcast batch axes."""
+    a = torch.randn(a_shape, dtype=F64, requires_grad=True)
+    b = torch.randn(b_shape, dtype=F64, requires_grad=True)
+    got, want = _lowering.product(a, b), torch.matmul(a, b)
+    torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-13)
+    g = torch.randn_like(want, requires_grad=True)
+    mine = torch.autograd.grad(got, (a, b), g, create_graph=True)
+    theirs = torch.autograd.grad(want, (a, b), g, create_graph=True)
+    for x, y in zip(mine, theirs, strict=True):
+        assert x.shape == y.shape
+        torch.testing.assert_close(x, y, rtol=1e-13, atol=1e-13)
+    h = [torch.randn_like(x) for x in mine]
+    second = torch.autograd.grad(mine, (a, b, g), h)
+    reference = torch.autograd.grad(theirs, (a, b, g), h)
+    for x, y in zip(second, reference, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-13, atol=1e-13)
+
+
 @pytest.mark.parametrize("norms", [False, True])
 def test_encoder_layer_that_does_not_attend(record_property: Record, norms: bool) -> None:
     """``attend=False``: PyTorch's pre-norm layer with its attention block taken out, ``x + ff(norm2(x))``."""
