@@ -186,7 +186,8 @@ def fused_attention(
     """``softmax(scale · q kᵀ + attn_mask) v`` as one kernel: ``scaled_dot_product_attention``'s arguments and result,
     ``(N, H, L, E)``, ``(N, H, S, E)``, ``(N, H, S, G)`` -> ``(N, H, L, G)``.
 
-    torch's fused kernel, except on the CPU where its unfused math path would run: there the three products by hand.
+    torch's fused kernel, except on the CPU where its unfused math path would run: there the three products by hand
+    (:func:`product`, each in its faster orientation).
     That path runs with a float mask (no row of it all ``-inf``), and without one where the keys' and values' sizes
     differ (``E != G``, the Funcformer's window features); its "safe" softmax adds a test for rows that are all
     ``-inf`` and a select to zero them, forward and backward: 30% of the attention's time at the Funcformer's

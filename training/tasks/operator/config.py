@@ -65,7 +65,8 @@ class Config(Optimiser):
             three of 40 (``docs/notes/2026-11-29-four-layers.md``).
         attend_every: layers ``0, k, 2k, …`` attend (``k = attend_every``); the others are their MLP (and
             convolution) alone (:attr:`models.FuncformerConfig.attend_every`). ``1``, every layer, is the default;
-            see the operator guide for ``attend_every=4`` with sixteen layers on 1D periodic maps.
+            see the operator guide for ``attend_every=4`` with sixteen layers on 1D periodic maps. A bounded axis has
+            no convolution: there a layer that does not attend mixes no positions (not measured on bounded rows).
         activation: the MLPs' nonlinearity, ``"gelu"`` or ``"relu"`` (the design source's).
         window: the Funcformers' locality along their sequence (``0``: none):
             head ``h`` of ``H`` adds ``-β_h (t - s)²`` to its scores, ``β_h = window / 4^(H-1-h)``.
