@@ -24,7 +24,7 @@ from training.streamed import Batches, StreamTask, gathered
 from training.tasks.operator.config import Config
 from training.tasks.operator.model import build
 from training.tasks.operator.shape import Shape
-from training.tasks.operator.task import PROBE, collapse, relative_sq, scored
+from training.tasks.operator.task import PROBE, collapse, optimiser, relative_sq, scored
 
 
 def fit_scales(model: OperatorModel, s: Summary) -> None:
@@ -70,8 +70,8 @@ def task(
         return collapse(model.values(model(probe[0]), stream.grid), probe[1])
 
     batches = Batches(stream, config.batch, config.seed + 1, device=device, memory=memory, ranks=ranks, workers=workers)
-    optimiser, schedule = config.adam(model.parameters())
-    return StreamTask(model, loss, batches, optimiser, schedule, seed=config.seed, clip=config.clip, watch=watch)
+    step, schedule = optimiser(config, model)
+    return StreamTask(model, loss, batches, step, schedule, seed=config.seed, clip=config.clip, watch=watch)
 
 
 def errors(run: StreamTask, held: PairStream, ranks: Ranks, memory: int) -> Tensor:

@@ -33,6 +33,7 @@ Augment = Literal["none", "flips", "square", "shifts"]
 DType = Literal["float32", "float64"]
 Reader = Literal["attention", "fourier"]
 Loss = Literal["squared", "relative"]
+Optimiser_ = Literal["muon", "adam"]
 
 #: the nonlinearities a config names, by name
 ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": nn.functional.gelu}
@@ -42,8 +43,9 @@ ACTIVATIONS: dict[Activation, Callable[[Tensor], Tensor]] = {"relu": torch.relu,
 class Config(Optimiser):
     """Everything that determines a training run (with the data's shape, its checkpoint); validated on construction.
 
-    The optimiser's fields are :class:`training.config.Optimiser`'s (Adam on a one-cycle schedule), with a peak ``lr``
-    of ``1e-2``, ``beta2 = 0.95`` and ``clip = 0`` here: no gradient clipping. At the shared default (norm 1) the clip
+    The optimiser's fields are :class:`training.config.Optimiser`'s (a one-cycle schedule; here Muon on the hidden
+    matrices and Adam on the rest, :attr:`optimiser`), with a peak ``lr`` of ``1e-2``, ``beta2 = 0.95`` and
+    ``clip = 0`` here: no gradient clipping. At the shared default (norm 1) the clip
     bound on 97% of the steps before the last quarter (the gradient's median norm 2.2–3.5 on Burgers at ν = 0.01).
     Without it, at equal steps: Burgers 20% better at ν = 0.1, 11–12% at ν = 0.01 (two seeds), 1–7% at ν = 0.001,
     the trajectory map 3%, KdV within its seed noise (+2%, −10%), Navier–Stokes 11% with the Fourier reader and the
@@ -160,6 +162,15 @@ class Config(Optimiser):
             relative L² error itself (the FNO's authors' loss). Measured at equal steps: relative 1.3 times better on
             Burgers at ν = 0.1, 3% on Darcy, 8% worse at ν = 0.01 and 23% worse on Poisson (one seed each), so not
             the default.
+        optimiser: ``"muon"``: Muon on the Funcformers' hidden matrices (their attention's projections and MLPs)
+            and Adam on every other weight, at one rate (:class:`training.muon.Muon`); ``"adam"``: Adam on every
+            weight. Both on the one-cycle schedule, which moves Muon's momentum as it moves Adam's ``β₁``. Measured
+            at equal steps with each row's best setting (the lab note ``docs/notes/2026-12-01-muon.md``), Muon was
+            better on every row: 37–41% at ν = 0.001 (two seeds), 49% at ν = 0.01, 30% on the trajectory map,
+            22% on KdV, 26% at ν = 0.1, 51% on Navier--Stokes (factored), 22% on Poisson, 31% on log-normal
+            Darcy, 11% on piecewise Darcy; a step costs what Adam's does. Its fit, not its reach, held the
+            model back: with Adam it fitted its training set less closely than the FNO and generalised better. A
+            run written before this field resumes with Adam.
         grid_path: the width ``w`` of a pointwise path at the input grid's samples (``0``: off): the network's
             functions there and the input samples pass through an MLP of width ``w`` (a nonlinearity at the grid's
             resolution, as an FNO's pointwise path) whose output, fitted back onto the series by the layout's
@@ -209,6 +220,7 @@ class Config(Optimiser):
     clip: float = optimiser_field("clip", 0.0)
     smooth: float = between(0.25, 0.0, 100.0)
     loss: Loss = "squared"
+    optimiser: Optimiser_ = "muon"
     grid_path: int = between(0, 0, MAX_WIDTH)
     decoder: int = between(-1, -1, MAX_WIDTH)
     dtype: DType = "float32"

@@ -115,9 +115,11 @@ def decoder_for(config: Config, shape: Shape) -> int:
 def config_of(fields: Mapping[str, Any]) -> Config:
     """The config a checkpoint records (its :data:`DATA` record aside), validated. A checkpoint written before the
     ``convolution``, ``decoder`` or ``plane`` field was built without one, one written before the ``norms`` field
-    with them, one written before the ``interleaved`` field with the axial form composed, and an axial one that
+    with them, one written before the ``interleaved`` field with the axial form composed, one written before the
+    ``optimiser`` field with Adam, and an axial one that
     records ``channels=0`` with as many functions as outputs (:func:`channels_before`)."""
-    earlier = {"convolution": False, "decoder": 0, "norms": True, "plane": False, "interleaved": False}
+    earlier: dict[str, Any] = {"convolution": False, "decoder": 0, "norms": True, "plane": False}
+    earlier |= {"interleaved": False, "optimiser": "adam"}
     config = Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
     return channels_before(config, shape_of(fields).c_out) if DATA in fields else config
 

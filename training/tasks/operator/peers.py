@@ -15,7 +15,8 @@ authors' code and documentation do (:class:`Plain`):
 * the loss: the relative L² error ``‖u - v‖ / ‖v‖`` (neuraloperator's ``LpLoss``, not squared), batch mean, with
   the layouts' quadrature;
 * the optimiser: Adam or AdamW at ``lr`` with weight decay ``1e-4``, on a cosine schedule over the run (or the rate
-  halved ``halvings`` times);
+  halved ``halvings`` times); or Muon on the FNO's channel mixers and Adam on the rest (:class:`training.muon.Muon`),
+  as the operator model is trained by default, so that the comparison is not of optimisers;
 * the batches: the operator model's draws from the same seed (:class:`~training.tasks.operator.task.OperatorTask`'s
   sampler, the same samples step by step), moved by the configured symmetry only with ``shifts=True``.
 
@@ -35,6 +36,8 @@ from torch import Tensor, nn
 
 from operators import symmetry
 from operators.dataset import Samples
+from training import UserError
+from training.muon import Muon, hidden_matrices
 
 from .config import Config
 from .fno import check_available, count, fno, width_for
@@ -49,7 +52,9 @@ class Plain:
         width, modes: hidden channels and Fourier modes per axis, as neuraloperator counts them (``n_modes``: the
             signed frequencies, so the real FFT's last axis keeps ``modes // 2 + 1`` of them; the FNO paper's code
             keeps ``modes`` there, its ``16`` being ``31`` here).
-        optimiser, lr, weight_decay: Adam or AdamW, its rate and weight decay.
+        optimiser, lr, weight_decay: Adam or AdamW, its rate and weight decay; or ``"muon"``: Muon on the hidden
+            matrices (the FNO's skips and channel MLPs, its ``1 × 1`` convolutions: ``fno_blocks``' ``Conv1d``
+            weights) and Adam (L2 decay) on the rest, its spectral weights and lifting and projection among them.
         schedule: ``"cosine"`` annealing to zero over the run, or ``"halvings"`` (the rate halved ``halvings`` times,
             evenly: the FNO paper's ``StepLR``).
         loss: ``"relative"`` (``‖u - v‖ / ‖v‖``, the authors') or ``"squared"`` (its square, the operator model's).
@@ -64,7 +69,7 @@ class Plain:
 
     width: int | None = None
     modes: int = 16
-    optimiser: Literal["adam", "adamw"] = "adamw"
+    optimiser: Literal["adam", "adamw", "muon"] = "adamw"
     lr: float = 1e-3
     weight_decay: float = 1e-4
     schedule: Literal["cosine", "halvings"] = "cosine"
@@ -143,8 +148,7 @@ class PlainTask:
         self.model = model.to(self.device)
         self.scales = _Scales(plain.data, train)
         self.x, self.u = train.inputs.to(self.device), train.outputs.float().to(self.device)
-        kind = torch.optim.AdamW if plain.optimiser == "adamw" else torch.optim.Adam
-        self.optimiser = kind(self.model.parameters(), lr=plain.lr, weight_decay=plain.weight_decay)
+        self.optimiser = _optimiser(self.model, plain)
         self.schedule = _schedule(self.optimiser, plain, config.steps)
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.order = torch.zeros(0, dtype=torch.long)  # what is left of this epoch's permutation ("epochs")
@@ -219,6 +223,19 @@ def plain_loss(pred: Tensor, exact: Tensor, weights: Sequence[Tensor], kind: str
     sq = relative_sq(pred, exact, weights)
     loss: Tensor = (sq if kind == "squared" else sq.clamp_min(1e-30).sqrt()).mean()
     return loss
+
+
+def _optimiser(model: nn.Module, plain: Plain) -> torch.optim.Optimizer:
+    lr, wd = plain.lr, plain.weight_decay
+    if plain.optimiser != "muon":
+        kind = torch.optim.AdamW if plain.optimiser == "adamw" else torch.optim.Adam
+        return kind(model.parameters(), lr=lr, weight_decay=wd)
+    blocks = getattr(model, "fno_blocks", None)
+    if not isinstance(blocks, nn.Module):
+        raise UserError(f"optimiser='muon' takes an FNO's channel mixers; {type(model).__name__} has none: use 'adamw'")
+    matrices = hidden_matrices(blocks, (nn.Conv1d,))
+    chosen = {id(p) for p in matrices}
+    return Muon(matrices, [p for p in model.parameters() if id(p) not in chosen], lr, weight_decay=wd)
 
 
 def _schedule(optimiser: torch.optim.Optimizer, plain: Plain, steps: int) -> torch.optim.lr_scheduler.LRScheduler:

@@ -20,11 +20,14 @@ from torch import Tensor
 
 from instances.axes import Axis
 from models.operator import OperatorModel, roughness, sizes
+from models.transformer import EncoderLayer
 from operators import symmetry
 from operators.dataset import Samples
 from operators.streams import PairStream
 from training import Trained, UserError, fit
 from training.loop import FitOptions, Optimised
+from training.muon import Muon, hidden_matrices
+from training.schedule import OneCycle
 
 from .config import Config
 from .model import SPEC, build, record, recorded
@@ -143,15 +146,29 @@ def build_model(config: Config, train: Samples) -> OperatorModel:
     return model
 
 
+def optimiser(config: Config, model: torch.nn.Module) -> tuple[torch.optim.Optimizer, OneCycle]:
+    """The run's optimiser on ``model`` and its one-cycle schedule (:attr:`Config.optimiser`): Muon on the hidden
+    matrices of the Funcformers' layers (:func:`training.muon.hidden_matrices`) and Adam (``β₂ = beta2``) on every
+    other weight, or Adam on all of them (:meth:`Config.adam`)."""
+    if config.optimiser == "adam":
+        return config.adam(model.parameters())
+    matrices = hidden_matrices(model, (EncoderLayer,))
+    chosen = {id(p) for p in matrices}
+    others = [p for p in model.parameters() if id(p) not in chosen]
+    muon = Muon(matrices, others, config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay)
+    return muon, OneCycle(muon, config.lr, config.steps, config.warmup)
+
+
 class OperatorTask(Optimised):
-    """One seeded training run: model, Adam on a one-cycle schedule, and the batch sampler."""
+    """One seeded training run: model, its optimiser on a one-cycle schedule (:func:`optimiser`), and the batch
+    sampler."""
 
     model: OperatorModel
 
     def __init__(self, config: Config, train: Samples, tests: Mapping[str, Samples], device: torch.device) -> None:
         self.config, self.device = config, device
         self.model = build_model(config, train).to(device)
-        self.optimiser, self.schedule = config.adam(self.model.parameters())
+        self.optimiser, self.schedule = optimiser(config, self.model)
         self.sampler = torch.Generator().manual_seed(config.seed + 1)
         self.axes, self.grid = train.axes, train.grid
         self.x = train.inputs.to(device)
