@@ -98,6 +98,8 @@ def test_hidden_matrices_are_the_layers_weights() -> None:
 def test_flat_matrices_are_refused() -> None:
     with pytest.raises(ValueError, match="two or more axes"):
         Muon([nn.Parameter(torch.zeros(3))], [], lr=1e-2)
+    with pytest.raises(ValueError, match="complex"):
+        Muon([nn.Parameter(torch.zeros(3, 3, dtype=torch.complex64))], [], lr=1e-2)
 
 
 def test_a_complex_weight_steps_as_torch_adam_steps_it() -> None:

@@ -9,9 +9,10 @@ hidden states (attention's projections, the MLPs); the weights that read the inp
 other vectors keep Adam.
 
 :class:`Muon` is ``torch.optim.Muon`` with ``adjust_lr_fn="match_rms_adamw"`` for the matrices, taken in ``float32``
-(``torch``'s iterates in ``bfloat16``) and batched over matrices of one shape (a CPU step of sixty-four ``28 × 28``
-matrices one at a time costs more than the model's own backward), and :class:`torch.optim.Adam` for the other
-weights. A weight of more than two axes, ``(out, in, *k)``, is the matrix ``(out, in ∏k)``.
+(``torch``'s iterates in ``bfloat16``) and batched over matrices of one shape (on one CPU thread, torch's takes a
+sixteen-layer Funcformer's forty matrices one at a time in 16.7 ms where Adam steps the whole model in 1.5 ms; this
+one, 1.5 ms), and :class:`torch.optim.Adam` for the other weights. A weight of more than two axes,
+``(out, in, *k)``, is the matrix ``(out, in ∏k)``.
 """
 
 from __future__ import annotations
@@ -72,8 +73,11 @@ class Muon(torch.optim.Optimizer):
         steps: int = 5,
     ) -> None:
         matrices, others = list(matrices), list(others)
-        if flat := [tuple(p.shape) for p in matrices if p.ndim < 2]:
-            raise ValueError(f"Muon: matrices must have two or more axes, got shapes {flat}; give them as others")
+        if flat := [tuple(p.shape) for p in matrices if p.ndim < 2 or p.is_complex()]:
+            raise ValueError(
+                f"Muon: matrices must be real with two or more axes, got shapes {flat} (or complex ones); give them "
+                "as others"
+            )
         groups: list[dict[str, Any]] = [{"params": matrices, "muon": True, "momentum": momentum}]
         if others:
             groups.append({"params": others, "muon": False, "betas": betas})
