@@ -524,10 +524,10 @@ def funcformer_settings(base: Config, axes: tuple[Axis, ...]) -> list[tuple[str,
 #: the plain FNO's settings, its strongest first. Adam (neuraloperator's ordinary configuration: cosine, the
 #: relative loss) at the rates swept on the zoo's rows, where its authors' ``1e-3`` was never the best
 #: (``docs/notes/2026-11-30-four-settings.md``): standardised data at ``4e-3`` and raw data at ``8e-3``, the best of
-#: four on every row sized to the six-layer Funcformer. And Muon on its channel mixers (:attr:`Plain.optimiser`),
-#: as the Funcformer is trained by default, so that the comparison is not of optimisers: at ν = 0.001 it took the
-#: FNO from 2.825e-2 to 2.006e-2 (raw data at ``8e-3``; ``4e-3`` standardised 2.235e-2), on KdV from 8.96e-2 to
-#: 7.57e-2 (the lab note ``docs/notes/2026-12-01-muon.md``)
+#: four on every row sized to the six-layer Funcformer. And Muon on its channel mixers and spectral weights
+#: (:attr:`Plain.optimiser`), as the Funcformer is trained by default, so that the comparison is not of
+#: optimisers: at ν = 0.001 it took the FNO from 2.825e-2 to 1.725e-2 (raw data at ``8e-3``; on the mixers alone
+#: 2.006e-2), on KdV from 9.24e-2 to 7.31e-2 (the lab note ``docs/notes/2026-12-01-muon.md``)
 FNO_SETTINGS = (
     Plain(optimiser="muon", lr=8e-3),
     Plain(optimiser="muon", data="standardised", lr=4e-3),

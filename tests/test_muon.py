@@ -32,6 +32,31 @@ def test_orthogonalise_maps_each_singular_value_by_the_quintic(shape: tuple[int,
     assert sv.min() > 0.5 and sv.max() < 1.3  # near one, not on it
 
 
+@pytest.mark.parametrize("shape", [(6, 4), (3, 4, 6)])
+def test_a_complex_matrix_is_orthogonalised_by_its_own_singular_vectors(shape: tuple[int, ...]) -> None:
+    gen = torch.Generator().manual_seed(1)
+    g = torch.complex(torch.randn(*shape, generator=gen), torch.randn(*shape, generator=gen)).to(torch.complex128)
+    u, s, vh = torch.linalg.svd(g, full_matrices=False)
+    s = s / s.norm(dim=-1, keepdim=True)
+    expect = u @ torch.diag_embed(_quintic(s, 5)).to(g.dtype) @ vh
+    torch.testing.assert_close(orthogonalise(g), expect, rtol=1e-10, atol=1e-10)
+
+
+def test_a_modal_weight_steps_as_its_modes_matrices_each() -> None:
+    # (in, out, modes): one Muon step of the whole equals a step of each mode's (in, out) matrix alone
+    gen = torch.Generator().manual_seed(2)
+    w = nn.Parameter(torch.randn(4, 3, 5, dtype=torch.complex64, generator=gen))
+    g = torch.randn(4, 3, 5, dtype=torch.complex64, generator=gen)
+    mats = [nn.Parameter(w.detach()[..., k].clone()) for k in range(5)]
+    w.grad = g.clone()
+    for k, m in enumerate(mats):
+        m.grad = g[..., k].clone()
+    Muon([], [], lr=0.1, modal=[w]).step()
+    for k, m in enumerate(mats):
+        Muon([], [], lr=0.1, modal=[m]).step()
+        torch.testing.assert_close(w.detach()[..., k], m.detach(), rtol=1e-5, atol=1e-6)
+
+
 def _pair(dtype: torch.dtype) -> tuple[nn.Module, nn.Module]:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 8), nn.Linear(8, 2)).to(dtype)

@@ -114,17 +114,19 @@ def test_the_sweep_differs_in_one_setting_each() -> None:
 PRESETS_TINY = Config(modes=8, width=8, hidden=16, heads=2, depth=1, reader_width=8, channels=2, frequencies=2)
 
 
-def test_muon_steps_the_fnos_channel_mixers_and_adam_the_rest() -> None:
+def test_muon_steps_the_fnos_channel_mixers_and_spectral_weights_and_adam_the_rest() -> None:
     from training.muon import Muon
 
     x, y = _heat(8, 16, 5)
     task = PlainFNOTask(Config(steps=4, batch=4), Plain(width=6, modes=4, optimiser="muon"), samples(x, y, PERIODIC), 0)
     assert isinstance(task.optimiser, Muon)
-    muon, adam = task.optimiser.param_groups
+    muon, modal, adam = task.optimiser.param_groups
     convs = [m.weight for m in task.model.fno_blocks.modules() if isinstance(m, torch.nn.Conv1d)]
     assert [id(p) for p in muon["params"]] == [id(p) for p in convs] and len(convs) == 12
     spectral = [p for p in task.model.parameters() if p.is_complex()]
-    assert spectral and all(any(p is q for q in adam["params"]) for p in spectral)
+    assert [id(p) for p in modal["params"]] == [id(p) for p in spectral] and len(spectral) == 4
+    lifting = [p for n, p in task.model.named_parameters() if n.startswith(("lifting", "projection"))]
+    assert lifting and all(any(p is q for q in adam["params"]) for p in lifting)
     before = [p.detach().clone() for p in task.model.parameters()]
     task.train_step()
     assert all(not torch.equal(b, p) for b, p in zip(before, task.model.parameters(), strict=True) if b.ndim >= 2)

@@ -31,18 +31,19 @@ COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
 def orthogonalise(g: Tensor, steps: int = 5, eps: float = 1e-7) -> Tensor:
-    """``≈ U Vᵀ`` for ``g = U S Vᵀ``, of each matrix of ``g`` (``(..., m, n)``), by ``steps`` quintic
-    Newton--Schulz steps ``X ← aX + (bA + cA²)X`` with ``A = XXᵀ``, from ``X = g / ‖g‖_F`` (:data:`COEFFICIENTS`).
-    The singular vectors are ``g``'s; its singular values land near one, not on it. In ``g``'s dtype."""
+    """``≈ U Vᴴ`` for ``g = U S Vᴴ``, of each matrix of ``g`` (``(..., m, n)``, real or complex), by ``steps``
+    quintic Newton--Schulz steps ``X ← aX + (bA + cA²)X`` with ``A = XXᴴ``, from ``X = g / ‖g‖_F``
+    (:data:`COEFFICIENTS`). The singular vectors are ``g``'s; its singular values land near one, not on it. In
+    ``g``'s dtype."""
     a, b, c = COEFFICIENTS
     tall = g.shape[-2] > g.shape[-1]
-    x = g.mT if tall else g  # the Gram matrix of the shorter side is the cheaper one
+    x = g.mH if tall else g  # the Gram matrix of the shorter side is the cheaper one
     x = (x / x.norm(dim=(-2, -1), keepdim=True).clamp_min(eps)).reshape(-1, *x.shape[-2:])
     for _ in range(steps):
-        gram = torch.bmm(x, x.mT)
+        gram = torch.bmm(x, x.mH)
         x = torch.baddbmm(x, torch.baddbmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
     x = x.reshape(*g.shape[:-2], *x.shape[-2:])
-    out: Tensor = x.mT if tall else x
+    out: Tensor = x.mH if tall else x
     return out
 
 
@@ -54,11 +55,15 @@ def hidden_matrices(model: nn.Module, layers: tuple[type[nn.Module], ...]) -> li
 
 
 class Muon(torch.optim.Optimizer):
-    """Muon on ``matrices``, Adam on the ``others``, at one rate ``lr`` (a schedule moves both).
+    """Muon on ``matrices`` and on ``modal`` weights, Adam on the ``others``, at one rate ``lr`` (a schedule moves
+    all).
 
-    The matrices' group holds ``momentum`` (Muon's, Nesterov's form), the others' ``betas`` (Adam's), so a one-cycle
-    schedule's momentum moves each (:class:`~training.schedule.OneCycle`). ``weight_decay``: Adam's L2 penalty on
-    the others, decoupled (``W ← (1 - γλ) W``) on the matrices, as ``torch.optim.Muon`` has it.
+    ``matrices``: real weights ``(out, in, *k)``, each the matrix ``(out, in ∏k)``. ``modal``: weights
+    ``(in, out, *modes)``, real or complex, one matrix ``(in, out)`` per mode (an FNO's spectral weights, a matrix
+    per kept frequency). The Muon groups hold ``momentum`` (Muon's, Nesterov's form), the others' ``betas``
+    (Adam's), so a one-cycle schedule's momentum moves each (:class:`~training.schedule.OneCycle`).
+    ``weight_decay``: Adam's L2 penalty on the others, decoupled (``W ← (1 - γλ) W``) on the Muon weights, as
+    ``torch.optim.Muon`` has it.
     """
 
     def __init__(
@@ -71,16 +76,21 @@ class Muon(torch.optim.Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         steps: int = 5,
+        modal: Iterable[nn.Parameter] = (),
     ) -> None:
-        matrices, others = list(matrices), list(others)
+        matrices, others, modal = list(matrices), list(others), list(modal)
         if flat := [tuple(p.shape) for p in matrices if p.ndim < 2 or p.is_complex()]:
             raise ValueError(
                 f"Muon: matrices must be real with two or more axes, got shapes {flat} (or complex ones); give them "
-                "as others"
+                "as others, or a complex weight of a matrix per mode as modal"
             )
-        groups: list[dict[str, Any]] = [{"params": matrices, "muon": True, "momentum": momentum}]
+        if flat := [tuple(p.shape) for p in modal if p.ndim < 2]:
+            raise ValueError(f"Muon: modal weights must be (in, out, *modes), got shapes {flat}; give them as others")
+        groups: list[dict[str, Any]] = [{"params": matrices, "muon": "matrix", "momentum": momentum}]
+        if modal:
+            groups.append({"params": modal, "muon": "modal", "momentum": momentum})
         if others:
-            groups.append({"params": others, "muon": False, "betas": betas})
+            groups.append({"params": others, "muon": "", "betas": betas})
         super().__init__(groups, {"lr": lr, "eps": eps, "weight_decay": weight_decay, "steps": steps})
 
     @torch.no_grad()
@@ -107,12 +117,20 @@ def _muon(opt: Muon, group: dict[str, Any], params: list[Tensor]) -> None:
     by_shape: dict[tuple[torch.device, torch.Size], list[int]] = defaultdict(list)
     for i, p in enumerate(params):
         by_shape[(p.device, p.shape)].append(i)
+    modal = group["muon"] == "modal"
     for (_, shape), idx in by_shape.items():
-        m, n = shape[0], math.prod(shape[1:])
-        stacked = torch.stack([nesterov[i] for i in idx]).reshape(len(idx), m, n)
-        steps = orthogonalise(stacked.float(), group["steps"]).to(stacked.dtype)
+        stacked = torch.stack([nesterov[i] for i in idx])
+        if modal:  # (P, in, out, *modes) -> (P, *modes, in, out): a matrix per mode
+            m, n = shape[0], shape[1]
+            stacked = stacked.movedim((1, 2), (-2, -1))
+        else:
+            m, n = shape[0], math.prod(shape[1:])
+            stacked = stacked.reshape(len(idx), m, n)
+        work = torch.complex64 if stacked.is_complex() else torch.float32
+        steps = orthogonalise(stacked.to(work), group["steps"]).to(stacked.dtype)
+        steps = steps.movedim((-2, -1), (1, 2)) if modal else steps.reshape(len(idx), *shape)
         ps = [params[i] for i in idx]
-        torch._foreach_add_(ps, [u.view(shape) for u in steps.unbind(0)], alpha=-lr * 0.2 * math.sqrt(max(m, n)))
+        torch._foreach_add_(ps, list(steps.unbind(0)), alpha=-lr * 0.2 * math.sqrt(max(m, n)))
 
 
 def _adam(opt: Muon, group: dict[str, Any], params: list[Tensor]) -> None:

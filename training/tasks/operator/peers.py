@@ -15,8 +15,9 @@ authors' code and documentation do (:class:`Plain`):
 * the loss: the relative L² error ``‖u - v‖ / ‖v‖`` (neuraloperator's ``LpLoss``, not squared), batch mean, with
   the layouts' quadrature;
 * the optimiser: Adam or AdamW at ``lr`` with weight decay ``1e-4``, on a cosine schedule over the run (or the rate
-  halved ``halvings`` times); or Muon on the FNO's channel mixers and Adam on the rest (:class:`training.muon.Muon`),
-  as the operator model is trained by default, so that the comparison is not of optimisers;
+  halved ``halvings`` times); or Muon on the FNO's channel mixers and spectral weights and Adam on the rest
+  (:class:`training.muon.Muon`), as the operator model is trained by default, so that the comparison is not of
+  optimisers;
 * the batches: the operator model's draws from the same seed (:class:`~training.tasks.operator.task.OperatorTask`'s
   sampler, the same samples step by step), moved by the configured symmetry only with ``shifts=True``.
 
@@ -53,8 +54,9 @@ class Plain:
             signed frequencies, so the real FFT's last axis keeps ``modes // 2 + 1`` of them; the FNO paper's code
             keeps ``modes`` there, its ``16`` being ``31`` here).
         optimiser, lr, weight_decay: Adam or AdamW, its rate and weight decay; or ``"muon"``: Muon on the hidden
-            matrices (the FNO's skips and channel MLPs, its ``1 × 1`` convolutions: ``fno_blocks``' ``Conv1d``
-            weights) and Adam (L2 decay) on the rest, its spectral weights and lifting and projection among them.
+            matrices -- the FNO's skips and channel MLPs (its ``1 × 1`` convolutions: ``fno_blocks``' ``Conv1d``
+            weights) and its spectral weights, one complex ``(in, out)`` matrix per kept frequency -- and Adam (L2
+            decay) on the rest, its lifting and projection among them.
         schedule: ``"cosine"`` annealing to zero over the run, or ``"halvings"`` (the rate halved ``halvings`` times,
             evenly: the FNO paper's ``StepLR``).
         loss: ``"relative"`` (``‖u - v‖ / ‖v‖``, the authors') or ``"squared"`` (its square, the operator model's).
@@ -234,8 +236,10 @@ def _optimiser(model: nn.Module, plain: Plain) -> torch.optim.Optimizer:
     if not isinstance(blocks, nn.Module):
         raise UserError(f"optimiser='muon' takes an FNO's channel mixers; {type(model).__name__} has none: use 'adamw'")
     matrices = hidden_matrices(blocks, (nn.Conv1d,))
-    chosen = {id(p) for p in matrices}
-    return Muon(matrices, [p for p in model.parameters() if id(p) not in chosen], lr, weight_decay=wd)
+    spectral = [p for p in blocks.parameters() if p.is_complex()]
+    chosen = {id(p) for p in matrices + spectral}
+    others = [p for p in model.parameters() if id(p) not in chosen]
+    return Muon(matrices, others, lr, weight_decay=wd, modal=spectral)
 
 
 def _schedule(optimiser: torch.optim.Optimizer, plain: Plain, steps: int) -> torch.optim.lr_scheduler.LRScheduler:
