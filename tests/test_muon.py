@@ -161,3 +161,22 @@ def test_the_operator_model_steps_its_layers_matrices_by_muon_and_an_old_run_by_
     # a checkpoint written before the field trained with Adam: it resumes with Adam
     fields = {k: v for k, v in cfg.__dict__.items() if k != "optimiser"}
     assert config_of(fields).optimiser == "adam"
+
+
+def test_the_one_cycle_schedule_moves_adams_momentum_and_holds_muons() -> None:
+    from training.schedule import OneCycle, one_cycle_momentum, step_progress
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.Linear(8, 8), nn.Linear(8, 2))
+    opt = Muon([model[1].weight], [p for p in model.parameters() if p is not model[1].weight], lr=1e-2)
+    schedule = OneCycle(opt, 1e-2, 10, 0.3)
+    for step in range(1, 6):
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        opt.step()
+        schedule.step()
+        muon, adam = opt.param_groups
+        assert muon["momentum"] == 0.95
+        assert adam["betas"][0] == pytest.approx(one_cycle_momentum(*step_progress(step, 10, 0.3)))
+        assert muon["lr"] == adam["lr"]
+    assert adam["betas"][0] < 0.95

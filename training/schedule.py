@@ -11,8 +11,9 @@ cosine (Smith & Topin's one-cycle policy, as :class:`torch.optim.lr_scheduler.On
     c(1, 1/250000, (x - w) / (1 - w))  for x >= w     (the annealing)
 
 and Adam's first-moment decay (or SGD's momentum) moves the other way, ``0.95 -> 0.85 -> 0.95``
-(:func:`one_cycle_momentum`). Because the schedule reads only the progress, a run may be driven by its step
-count (:class:`OneCycle`, through :func:`step_progress`) or by the time spent against a deadline
+(:func:`one_cycle_momentum`); a parameter group that says ``"cycle_momentum": False`` (Muon's,
+:class:`training.muon.Muon`) keeps its own. Because the schedule reads only the progress, a run may be driven by its
+step count (:class:`OneCycle`, through :func:`step_progress`) or by the time spent against a deadline
 (:meth:`OneCycle.follow`: ``x`` the :class:`~training.deadline.Clock`'s progress, the steps a cap).
 
 :func:`step_progress` maps step ``s`` of ``n`` to the progress at which ``OneCycleLR`` evaluates it (its peak
@@ -131,6 +132,8 @@ class OneCycle(LRScheduler):
 
 
 def _set_momentum(group: dict[str, Any], momentum: float) -> None:
+    if not group.get("cycle_momentum", True):
+        return
     if "betas" in group:
         group["betas"] = (momentum, *group["betas"][1:])
     elif "momentum" in group:

@@ -164,13 +164,15 @@ class Config(Optimiser):
             the default.
         optimiser: ``"muon"``: Muon on the Funcformers' hidden matrices (their attention's projections and MLPs)
             and Adam on every other weight, at one rate (:class:`training.muon.Muon`); ``"adam"``: Adam on every
-            weight. Both on the one-cycle schedule, which moves Muon's momentum as it moves Adam's ``β₁``. Measured
-            at equal steps with each row's best setting (the lab note ``docs/notes/2026-12-01-muon.md``), Muon was
-            better on every row: 37–41% at ν = 0.001 (two seeds), 49% at ν = 0.01, 30% on the trajectory map,
-            22% on KdV, 26% at ν = 0.1, 51% on Navier--Stokes (factored), 22% on Poisson, 31% on log-normal
-            Darcy, 11% on piecewise Darcy; a step costs what Adam's does. Its fit, not its reach, held the
-            model back: with Adam it fitted its training set less closely than the FNO and generalised better. A
-            run written before this field resumes with Adam.
+            weight. Both on the one-cycle schedule, which moves Adam's ``β₁`` and holds Muon's momentum at 0.95.
+            Measured at equal steps with each row's best setting (the lab note ``docs/notes/2026-12-01-muon.md``),
+            Muon (its momentum moved with Adam's) was better than Adam on every row: 35–41% at ν = 0.001 (two
+            seeds), 46% at ν = 0.01, 29% on the trajectory map, 30% on KdV, 26–49% at ν = 0.1, 36–51% on
+            Navier--Stokes, 22% on Poisson, 31% on log-normal Darcy, 11% on piecewise Darcy, a step costing what
+            Adam's does; its momentum held was 6–22% better again on the five 1D rows and Poisson, level on Darcy
+            (Navier--Stokes not run). Its fit, not its reach, had held the model back: with Adam it fitted its
+            training set less closely than the FNO and generalised better. A run written before this field resumes
+            with Adam.
         grid_path: the width ``w`` of a pointwise path at the input grid's samples (``0``: off): the network's
             functions there and the input samples pass through an MLP of width ``w`` (a nonlinearity at the grid's
             resolution, as an FNO's pointwise path) whose output, fitted back onto the series by the layout's
