@@ -63,7 +63,7 @@ class Muon(torch.optim.Optimizer):
     per kept frequency). The Muon groups hold ``momentum`` (Muon's, Nesterov's form), held through a one-cycle
     schedule (``cycle_momentum`` false: :class:`~training.schedule.OneCycle` moves only Adam's ``β₁``, in the
     others' ``betas``). Held at ``0.95`` rather than moved ``0.95 → 0.85 → 0.95`` with Adam's, the Funcformer was
-    6–22% better on the zoo's five 1D rows and Poisson, level on Darcy (the lab note
+    6–22% better on the zoo's five 1D rows, Poisson and Navier--Stokes, level on Darcy (the lab note
     ``docs/notes/2026-12-01-muon.md``).
     ``weight_decay``: Adam's L2 penalty on the others, decoupled (``W ← (1 - γλ) W``) on the Muon weights, as
     ``torch.optim.Muon`` has it.

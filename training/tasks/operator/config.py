@@ -169,8 +169,8 @@ class Config(Optimiser):
             Muon (its momentum moved with Adam's) was better than Adam on every row: 35–41% at ν = 0.001 (two
             seeds), 46% at ν = 0.01, 29% on the trajectory map, 30% on KdV, 26–49% at ν = 0.1, 36–51% on
             Navier--Stokes, 22% on Poisson, 31% on log-normal Darcy, 11% on piecewise Darcy, a step costing what
-            Adam's does; its momentum held was 6–22% better again on the five 1D rows and Poisson, level on Darcy
-            (Navier--Stokes not run). Its fit, not its reach, had held the model back: with Adam it fitted its
+            Adam's does; its momentum held was 6–22% better again on the five 1D rows, Poisson and Navier--Stokes,
+            level on Darcy. Its fit, not its reach, had held the model back: with Adam it fitted its
             training set less closely than the FNO and generalised better. A run written before this field resumes
             with Adam.
         grid_path: the width ``w`` of a pointwise path at the input grid's samples (``0``: off): the network's
