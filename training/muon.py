@@ -110,6 +110,16 @@ class Muon(torch.optim.Optimizer):
         return loss
 
 
+def for_model(
+    model: nn.Module, matrices: Iterable[nn.Parameter], modal: Iterable[nn.Parameter] = (), **kw: Any
+) -> Muon:
+    """:class:`Muon` on ``model``: Muon on ``matrices`` and ``modal``, Adam on every other weight of ``model``
+    (``kw``: the optimiser's settings)."""
+    matrices, modal = list(matrices), list(modal)
+    chosen = {id(p) for p in matrices + modal}
+    return Muon(matrices, [p for p in model.parameters() if id(p) not in chosen], modal=modal, **kw)
+
+
 def _muon(opt: Muon, group: dict[str, Any], params: list[Tensor]) -> None:
     lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
     grads = [p.grad for p in params if p.grad is not None]

@@ -118,8 +118,14 @@ def config_of(fields: Mapping[str, Any]) -> Config:
     with them, one written before the ``interleaved`` field with the axial form composed, one written before the
     ``optimiser`` field with Adam, and an axial one that
     records ``channels=0`` with as many functions as outputs (:func:`channels_before`)."""
-    earlier: dict[str, Any] = {"convolution": False, "decoder": 0, "norms": True, "plane": False}
-    earlier |= {"interleaved": False, "optimiser": "adam"}
+    earlier: dict[str, Any] = {
+        "convolution": False,
+        "decoder": 0,
+        "norms": True,
+        "plane": False,
+        "interleaved": False,
+        "optimiser": "adam",
+    }
     config = Config(**earlier | {k: v for k, v in fields.items() if k != DATA})
     return channels_before(config, shape_of(fields).c_out) if DATA in fields else config
 

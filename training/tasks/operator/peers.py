@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from operators import symmetry
 from operators.dataset import Samples
 from training import UserError
-from training.muon import Muon, hidden_matrices
+from training.muon import for_model, hidden_matrices
 
 from .config import Config
 from .fno import check_available, count, fno, width_for
@@ -235,11 +235,8 @@ def _optimiser(model: nn.Module, plain: Plain) -> torch.optim.Optimizer:
     blocks = getattr(model, "fno_blocks", None)
     if not isinstance(blocks, nn.Module):
         raise UserError(f"optimiser='muon' takes an FNO's channel mixers; {type(model).__name__} has none: use 'adamw'")
-    matrices = hidden_matrices(blocks, (nn.Conv1d,))
     spectral = [p for p in blocks.parameters() if p.is_complex()]
-    chosen = {id(p) for p in matrices + spectral}
-    others = [p for p in model.parameters() if id(p) not in chosen]
-    return Muon(matrices, others, lr, weight_decay=wd, modal=spectral)
+    return for_model(model, hidden_matrices(blocks, (nn.Conv1d,)), spectral, lr=lr, weight_decay=wd)
 
 
 def _schedule(optimiser: torch.optim.Optimizer, plain: Plain, steps: int) -> torch.optim.lr_scheduler.LRScheduler:

@@ -26,7 +26,7 @@ from operators.dataset import Samples
 from operators.streams import PairStream
 from training import Trained, UserError, fit
 from training.loop import FitOptions, Optimised
-from training.muon import Muon, hidden_matrices
+from training.muon import for_model, hidden_matrices
 from training.schedule import OneCycle
 
 from .config import Config
@@ -153,9 +153,7 @@ def optimiser(config: Config, model: torch.nn.Module) -> tuple[torch.optim.Optim
     if config.optimiser == "adam":
         return config.adam(model.parameters())
     matrices = hidden_matrices(model, (EncoderLayer,))
-    chosen = {id(p) for p in matrices}
-    others = [p for p in model.parameters() if id(p) not in chosen]
-    muon = Muon(matrices, others, config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay)
+    muon = for_model(model, matrices, lr=config.lr, betas=(0.9, config.beta2), weight_decay=config.weight_decay)
     return muon, OneCycle(muon, config.lr, config.steps, config.warmup)
 
 
