@@ -72,6 +72,7 @@ from training.distributed import device_of
 from training.tasks.darcy.config import PRESETS, Config
 from training.tasks.darcy.model import SHAPE
 from training.tasks.darcy.train import samples_of
+from training.tasks.operator.fno import count
 from training.tasks.operator.task import build_model, objective
 
 
@@ -83,10 +84,6 @@ def host() -> str:
         return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
     except (OSError, StopIteration):
         return platform.processor() or "CPU unknown"
-
-
-def count(m: nn.Module) -> int:
-    return sum(p.numel() for p in m.parameters())
 
 
 def fno(hidden: int, modes: int) -> nn.Module:

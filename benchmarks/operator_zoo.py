@@ -347,8 +347,7 @@ def _funcformer(cfg: Config, p: Problem, device: torch.device) -> Learner:
     def step(x: Tensor) -> Tensor:
         return model.values(model(x.to(device)), tuple(x.shape[1:-1])).double().cpu()
 
-    params = sum(q.numel() for q in model.parameters())
-    return task.train_step, lambda s: errors(model, s), step, params
+    return task.train_step, lambda s: errors(model, s), step, peer.count(model)
 
 
 def _plain(cfg: Config, plain: Plain, p: Problem, params: int, device: torch.device) -> Learner:

@@ -32,6 +32,7 @@ from operators.poisson import norms
 from operators.poisson.solver import evaluate_2d
 from training import UserError
 from training.cli import Parser, run_cli, threads
+from training.tasks.operator.fno import count
 from training.tasks.poisson import data
 from training.tasks.poisson.config import PRESETS
 from training.tasks.poisson.model import PoissonModel
@@ -39,19 +40,15 @@ from training.tasks.poisson.train import relative_sq
 
 
 def fno_matching(params: int, modes: int) -> nn.Module:
-    """The 4-layer 2-D FNO with ``modes`` modes whose hidden channels best match ``params``."""
+    """The 4-layer 2-D FNO with ``modes`` modes whose real weights (:func:`count`) best match ``params``."""
     from neuralop.models import FNO
 
     def make(h: int) -> nn.Module:
         return FNO(n_modes=(modes, modes), hidden_channels=h, in_channels=1, out_channels=1)  # type: ignore[no-any-return]
 
-    best = min(range(2, 65), key=lambda h: abs(sum(p.numel() for p in make(h).parameters()) - params))
+    best = min(range(2, 65), key=lambda h: abs(count(make(h)) - params))
     torch.manual_seed(0)
     return make(best)
-
-
-def count(m: nn.Module) -> int:
-    return sum(p.numel() for p in m.parameters())
 
 
 def fit(

@@ -65,10 +65,11 @@ def test_too_many_modes_for_the_points_is_refused() -> None:
 
 @pytest.mark.parametrize(("c_in", "c_out", "width", "modes", "layers"), [(1, 1, 64, 16, 4), (3, 2, 8, 5, 2)])
 def test_the_parameters_are_the_papers_model(c_in: int, c_out: int, width: int, modes: int, layers: int) -> None:
-    """The lift (input and coordinate to ``width``), per layer the complex ``R`` (counted once, as one element) and
-    the pointwise ``W`` with its bias, the two-layer projection through 128: the paper's Burgers model is 287,425."""
+    """The lift (input and coordinate to ``width``), per layer the complex ``R`` (two real numbers an element) and
+    the pointwise ``W`` with its bias, the two-layer projection through 128: the paper's Burgers model has 549,569
+    real weights."""
     lift = (c_in + 1) * width + width
-    per_layer = width * width * modes + width * width + width
+    per_layer = 2 * width * width * modes + width * width + width
     project = width * PROJECTION + PROJECTION + PROJECTION * c_out + c_out
     net = PaperFNO1d(c_in, c_out, width=width, modes=modes, layers=layers)
     assert count(net) == lift + layers * per_layer + project

@@ -105,6 +105,19 @@ def test_learns_the_heat_equation_and_matches_the_budget() -> None:
     assert after < 0.2 * before, (before, after)
 
 
+def test_equal_parameters_count_real_numbers_as_neuraloperator_does() -> None:
+    """A complex spectral weight is two real numbers: the FNO sized to a budget holds that many real weights, as
+    neuraloperator's own ``count_model_params`` counts them (counting ``numel()`` gave it nearly twice the budget)."""
+    from neuralop.utils import count_model_params
+
+    from training.tasks.operator.fno import count, fno, width_for
+
+    model = fno(1, 1, 1, 20, 16, None)
+    assert count(model) == count_model_params(model) > sum(p.numel() for p in model.parameters())
+    hidden = width_for(55_000, 1, 1, 1, 16, None)
+    assert abs(count_model_params(fno(1, 1, 1, hidden, 16, None)) / 55_000 - 1) < 0.05
+
+
 def test_the_sweep_differs_in_one_setting_each() -> None:
     labels = [p.label() for p in SWEEP]
     assert labels[0] == "plain" and len(set(labels)) == len(labels)

@@ -11,12 +11,12 @@ axis, the norm, the optimiser and its schedule:
 * :data:`NAVIER_STOKES` (the FNO paper's FNO-2D, ten states in, the next out): ``12`` modes, no norm; Adam at
   ``1e-3``, weight decay ``1e-4``, halved five times over the run.
 
-The hidden width is chosen so the parameter count is nearest the operator model's (:func:`width_for`). The peer
-reads the inputs standardised as the operator model does (``log`` first where configured), trains on the same
-batches -- the same draws and the same symmetries -- on the same loss (the squared relative L² error), and is
-evaluated on every test set at its own resolution (zero-shot off the training grid). On trajectories,
-:class:`UnrolledFNOTask` trains it on a loss unrolled through its own predictions, as the FNO paper trains FNO-2D
-and as :class:`~training.tasks.operator.rollout.UnrolledTask` trains the operator model.
+The hidden width is chosen so the parameter count (real numbers: :func:`count`) is nearest the operator model's
+(:func:`width_for`). The peer reads the inputs standardised as the operator model does (``log`` first where
+configured), trains on the same batches -- the same draws and the same symmetries -- on the same loss (the squared
+relative L² error), and is evaluated on every test set at its own resolution (zero-shot off the training grid). On
+trajectories, :class:`UnrolledFNOTask` trains it on a loss unrolled through its own predictions, as the FNO paper
+trains FNO-2D and as :class:`~training.tasks.operator.rollout.UnrolledTask` trains the operator model.
 
 On a time budget (:func:`train_fno` given a :class:`~training.deadline.Clock`), the peer trains to the deadline as
 the operator model does: the rate halved as the clock's progress passes each fifth, the held-out curve taken as it
@@ -92,7 +92,10 @@ def fno(dims: int, c_in: int, c_out: int, hidden: int, modes: int, norm: str | N
 
 
 def count(m: nn.Module) -> int:
-    return sum(p.numel() for p in m.parameters())
+    """The real numbers a model learns: a complex weight counts twice (its real and imaginary parts), as
+    neuraloperator's ``count_model_params`` counts it. Summing ``numel()`` counts an FNO's spectral weights once and
+    gives it nearly twice the real weights of a real-valued model of the same "size"."""
+    return sum(p.numel() * (2 if p.is_complex() else 1) for p in m.parameters())
 
 
 def width_for(params: int, dims: int, c_in: int, c_out: int, modes: int, norm: str | None = "group_norm") -> int:
