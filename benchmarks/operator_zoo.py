@@ -15,10 +15,10 @@ refined solutions), and sampled as a user's files would be; both models read the
 * The FNO (``--peer plain``, the default): neuraloperator's ``FNO`` configured the ordinary way
   (:class:`training.tasks.operator.peers.PlainFNOTask`: its defaults, the relative L² loss, a cosine schedule at a
   swept rate, AdamW or Muon on its channel mixers and spectral weights, raw or normalised data:
-  :func:`fno_settings`), its width from the parameter count of the Funcformer's best setting (within 10%), on the
-  same batches. ``--peer recipe``: by its authors' recipe for each problem inside this project's habits
-  (:mod:`training.tasks.operator.fno`: standardised data, the squared loss, five halvings), the peer of earlier
-  tables, 4 times off the plain one on Burgers. Trajectory rows train both by teacher
+  :func:`fno_settings`), its width from the Funcformer's best setting's real weights (within 10%; a complex weight
+  counts twice), on the same batches. ``--peer recipe``: by its authors' recipe for each problem inside this
+  project's habits (:mod:`training.tasks.operator.fno`: standardised data, the squared loss, five halvings), the
+  peer of earlier tables, 4 times off the plain one on Burgers. Trajectory rows train both by teacher
   forcing, or with ``--unroll K`` (recipe peer) both on a loss unrolled over ``K`` steps.
 
 A second peer (``--unet``): a U-Net (:class:`training.tasks.operator.unet.UNetTask`) of the same parameter count,
